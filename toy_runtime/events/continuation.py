@@ -1,0 +1,78 @@
+"""Aggregation of a batch's results into what the runtime does next, driven only by result policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .definition import EventDefinition
+from .model import EventResult, EventStatus, ResultPolicy
+
+GENERIC_FAILURE_LINE = "Sorry, that didn't work."
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """The kernel's decision after a batch.
+
+    `lines` are spoken deterministically, in order (confirmations, corrections, questions), without an LLM call.
+    `follow_up` holds results that need ONE aggregated ChatAgent follow-up call; empty when none or when terminating.
+    `terminate` ends the session after the lines are spoken.
+    """
+
+    lines: tuple[str, ...] = ()
+    follow_up: tuple[EventResult, ...] = ()
+    terminate: bool = False
+
+    @property
+    def needs_llm(self) -> bool:
+        return bool(self.follow_up) and not self.terminate
+
+    def as_dict(self) -> dict:
+        return {
+            "lines": list(self.lines),
+            "follow_up": [r.event_id for r in self.follow_up],
+            "terminate": self.terminate,
+        }
+
+
+def _failure_line(definition: EventDefinition, result: EventResult) -> str:
+    if definition.failure_template is not None:
+        try:
+            return definition.failure_template(result.arguments, {"error": result.error, "code": result.error_code,
+                                                                  "status": result.status.value, **result.result})
+        except Exception:  # a broken template must not lose the correction
+            pass
+    return GENERIC_FAILURE_LINE
+
+
+def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefinition]) -> Continuation:
+    """Deterministic lines first (in input order), then at most one follow-up; terminate suppresses the follow-up."""
+    lines: list[str] = []
+    follow_up: list[EventResult] = []
+    terminate = False
+    for result in results:
+        definition = definitions[result.name]
+        status = result.status
+        if status is EventStatus.SKIPPED_DUPLICATE:
+            continue
+        if status in (EventStatus.NEEDS_CLARIFICATION, EventStatus.NEEDS_CONFIRMATION):
+            if result.question:
+                lines.append(result.question)
+            continue
+        policy = result.policy
+        if policy is ResultPolicy.LLM_FOLLOW_UP:
+            follow_up.append(result)  # success and failure both get a natural second message
+            continue
+        if status is not EventStatus.SUCCEEDED:
+            lines.append(_failure_line(definition, result))
+            continue
+        if policy is ResultPolicy.TERMINATE:
+            terminate = True
+        elif policy is ResultPolicy.TEMPLATE_FOLLOW_UP and definition.success_template is not None:
+            lines.append(definition.success_template(result.arguments, result.result))
+    if terminate:
+        follow_up = []
+    # de-duplicate identical lines (e.g. two failing events with the same generic correction)
+    unique = tuple(dict.fromkeys(lines))
+    return Continuation(lines=unique, follow_up=tuple(follow_up), terminate=terminate)

@@ -1,0 +1,128 @@
+"""What a plugin declares: the metadata the kernel runs on, instead of branching on names."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from .model import ResultPolicy, Risk
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+class EventFailure(Exception):
+    """Raised by a handler (or resolver) for a structured, user-explainable failure."""
+
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+
+
+@dataclass(frozen=True)
+class ResolveContext:
+    """What a deterministic resolver may look at: the user's words and a captured clock."""
+
+    utterance: str
+    request_time: datetime  # aware datetime captured when the turn started
+    timezone: str  # IANA zone of the session
+    history: Sequence[Mapping[str, str]] = ()  # recent visible turns: {"role", "content"}
+    locale: str = "en"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A resolver's verdict on the arguments of one request.
+
+    - `error` set → invalid request (out of range, contradictory): a structured failure, never executed.
+    - `missing`/`ambiguous` non-empty → incomplete: LLM fallback if allowed, else clarification.
+    - otherwise → complete arguments ready for schema validation.
+    """
+
+    arguments: Mapping[str, Any]
+    missing: tuple[str, ...] = ()
+    ambiguous: tuple[str, ...] = ()
+    error: str | None = None
+    error_code: str | None = None
+    question: str | None = None  # the focused clarification question when incomplete
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and not self.missing and not self.ambiguous
+
+
+@dataclass(frozen=True)
+class ExecutionContext:
+    """What a handler receives besides its arguments."""
+
+    session_id: str
+    turn_id: str
+    event_id: str
+    idempotency_key: str
+
+
+Resolver = Callable[[Mapping[str, Any] | None, ResolveContext], Resolution]
+Handler = Callable[[Mapping[str, Any], ExecutionContext], Awaitable[Mapping[str, Any]]]
+Template = Callable[[Mapping[str, Any], Mapping[str, Any]], str]  # (arguments, result) -> line
+
+
+@dataclass(frozen=True)
+class EventDefinition:
+    """One flat plugin definition. The kernel reads only these fields."""
+
+    name: str
+    version: int
+    tool_name: str
+    description: str
+    schema: Mapping[str, Any]
+    resolver: Resolver
+    handler: Handler
+    result_policy: ResultPolicy
+    llm_fallback: bool = True
+    risk: Risk = Risk.LOW
+    idempotent: bool = True
+    read_only: bool = False
+    concurrency_class: str | None = None  # events sharing a class never overlap and keep input order
+    conflicts: frozenset[str] = frozenset()  # other classes this event must not overlap with
+    timeout_s: float = 5.0
+    retries: int = 0  # only honoured for read_only events
+    terminal: bool = False
+    requires_confirmation: bool = False
+    confirmation_question: Template | None = None
+    success_template: Template | None = None  # spoken for template_follow_up
+    failure_template: Template | None = None  # corrective line when execution fails
+    summarize: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None  # compact result for follow-up
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if not _EVENT_NAME.match(self.name):
+            raise ValueError(f"event name {self.name!r} must be namespaced like 'device.volume.adjust'")
+        if not _TOOL_NAME.match(self.tool_name):
+            raise ValueError(f"tool name {self.tool_name!r} must match [a-zA-Z0-9_-]{{1,64}}")
+        if self.retries and not self.read_only:
+            raise ValueError(f"{self.name}: retries are allowed only for read-only events")
+        if self.timeout_s <= 0:
+            raise ValueError(f"{self.name}: timeout_s must be positive")
+
+    @property
+    def lock_keys(self) -> frozenset[str]:
+        """Classes this event holds while running; two events conflict when these intersect."""
+        keys = set(self.conflicts)
+        if self.concurrency_class:
+            keys.add(self.concurrency_class)
+        return frozenset(keys)
+
+    def provider_tool(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry for this definition."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.tool_name,
+                "description": self.description,
+                "parameters": dict(self.schema),
+            },
+        }

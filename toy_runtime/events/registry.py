@@ -1,0 +1,84 @@
+"""The flat registry of event definitions, with the name ↔ provider-tool-name mapping."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from jsonschema import Draft202012Validator
+
+from .definition import EventDefinition
+
+
+class UnknownEvent(KeyError):
+    """Raised when a name or tool name is not in the registry."""
+
+
+class EventRegistry:
+    """An ordered, flat set of definitions; a subset can be enabled per session."""
+
+    def __init__(self, definitions: Iterable[EventDefinition] = ()) -> None:
+        self._by_name: dict[str, EventDefinition] = {}
+        self._by_tool: dict[str, EventDefinition] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        for definition in definitions:
+            self.register(definition)
+
+    def register(self, definition: EventDefinition) -> None:
+        if definition.name in self._by_name:
+            raise ValueError(f"event {definition.name!r} registered twice")
+        if definition.tool_name in self._by_tool:
+            raise ValueError(f"tool name {definition.tool_name!r} used twice")
+        Draft202012Validator.check_schema(definition.schema)
+        self._by_name[definition.name] = definition
+        self._by_tool[definition.tool_name] = definition
+        self._validators[definition.name] = Draft202012Validator(definition.schema)
+
+    def get(self, name: str) -> EventDefinition:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UnknownEvent(name) from None
+
+    def by_tool_name(self, tool_name: str) -> EventDefinition:
+        try:
+            return self._by_tool[tool_name]
+        except KeyError:
+            raise UnknownEvent(tool_name) from None
+
+    def lookup(self, name_or_tool: str) -> EventDefinition | None:
+        """Find by namespaced name or provider tool name; None when unknown."""
+        return self._by_name.get(name_or_tool) or self._by_tool.get(name_or_tool)
+
+    def validator(self, name: str) -> Draft202012Validator:
+        return self._validators[name]
+
+    def subset(self, names: Iterable[str] | None) -> "EventRegistry":
+        """A registry holding only the enabled names (None = all), in registration order."""
+        if names is None:
+            return self
+        wanted = set(names)
+        unknown = wanted - set(self._by_name)
+        if unknown:
+            raise UnknownEvent(", ".join(sorted(unknown)))
+        return EventRegistry(d for d in self if d.name in wanted)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def __iter__(self) -> Iterator[EventDefinition]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def catalog_lines(self) -> list[str]:
+        """`name: description` lines for the dual_agent event catalog."""
+        return [f"{d.name}: {d.description}" for d in self]
+
+    def provider_tools(self) -> list[dict]:
+        """The `tools` list for chat_agent_tools mode."""
+        return [d.provider_tool() for d in self]
