@@ -5,7 +5,7 @@ from .continuation import Continuation, aggregate
 from .definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from .fallback import ArgumentFallback, FallbackAnswer, ScriptedFallback
 from .idempotency import IdempotencyStore, canonical_json, idempotency_key
-from .kernel import BatchOutcome, EventKernel
+from .kernel import BatchOutcome, BatchRun, EventKernel
 from .model import (
     EventBatch,
     EventRequest,

@@ -100,7 +100,7 @@ class EventDefinition:
 
     def __post_init__(self) -> None:
         if not _EVENT_NAME.match(self.name):
-            raise ValueError(f"event name {self.name!r} must be namespaced like 'device.volume.adjust'")
+            raise ValueError(f"event name {self.name!r} must be namespaced like 'area.thing.verb'")
         if not _TOOL_NAME.match(self.tool_name):
             raise ValueError(f"tool name {self.tool_name!r} must match [a-zA-Z0-9_-]{{1,64}}")
         if self.retries and not self.read_only:

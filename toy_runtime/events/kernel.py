@@ -19,6 +19,8 @@ from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimi
 from .registry import EventRegistry
 from .resolution import ResolvedArguments, resolve_request
 
+ResultCallback = Callable[[EventResult], None]
+
 
 @dataclass(frozen=True)
 class BatchOutcome:
@@ -28,6 +30,7 @@ class BatchOutcome:
     continuation: Continuation
     dropped: tuple[str, ...] = ()  # unknown names that were never executed
     elapsed_ms: float = 0.0
+    dispatch_delays_ms: tuple[float, ...] = ()  # per result: detection → processing started
 
 
 @dataclass
@@ -39,10 +42,9 @@ class _Slot:
     definition: EventDefinition
     resolved: asyncio.Future  # ResolvedArguments | None, set once resolution ends
     done: asyncio.Future  # EventResult, set once the event has a final result
+    detected_at: float
     started: float = 0.0
-
-
-ResultCallback = Callable[[EventResult], None]
+    task: asyncio.Task | None = None
 
 
 class EventKernel:
@@ -68,7 +70,7 @@ class EventKernel:
         self.max_concurrency = max_concurrency
         self.batch_deadline_s = batch_deadline_s
         self.terminal_barrier_s = terminal_barrier_s
-        self._definitions = {d.name: d for d in registry}
+        self.definitions = {d.name: d for d in registry}
 
     async def run_batch(
         self,
@@ -78,157 +80,30 @@ class EventKernel:
         session_id: str | None = None,
         on_result: ResultCallback | None = None,
     ) -> BatchOutcome:
-        """Run one batch to completion (or its deadline); never raises for an event's failure."""
-        t0 = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        session = session_id or batch.session_id
-        slots: list[_Slot] = []
-        dropped: list[str] = []
+        """Run one complete batch to its end (or deadline); never raises for an event's failure."""
+        run = self.open_batch(session_id or batch.session_id, batch.turn_id, context, on_result=on_result)
         for request in batch.requests:
-            definition = self.registry.lookup(request.name)
-            if definition is None:
-                dropped.append(request.name)
-                self.audit.record("event.dropped", event_id=request.event_id, name=request.name,
-                                  turn_id=batch.turn_id, reason="unknown_event")
-                continue
-            if definition.name != request.name:  # a provider tool name: map back to the namespaced name
-                request = replace(request, name=definition.name)
-            self.audit.record("event.detected", event_id=request.event_id, name=request.name, turn_id=batch.turn_id,
-                              source=request.source.value, proposed=dict(request.arguments or {}),
-                              arguments_error=request.arguments_error)
-            slots.append(_Slot(len(slots), request, definition, loop.create_future(), loop.create_future()))
+            run.add(request)
+        run.close()
+        return await run.wait()
 
-        semaphore = asyncio.Semaphore(self.max_concurrency)
-        tasks = [
-            asyncio.create_task(self._run_slot(slot, slots, context, session, semaphore, t0, on_result),
-                                name=f"event:{slot.request.name}:{slot.request.event_id}")
-            for slot in slots
-        ]
-        try:
-            if tasks:
-                _, pending = await asyncio.wait(tasks, timeout=self.batch_deadline_s)
-                for task in pending:
-                    task.cancel()
-                if pending:
-                    await asyncio.wait(pending, timeout=1.0)
-        finally:
-            for task in tasks:  # never leave a task running past the batch, even if we were cancelled
-                if not task.done():
-                    task.cancel()
+    def open_batch(
+        self,
+        session_id: str,
+        turn_id: str,
+        context: ResolveContext,
+        *,
+        on_result: ResultCallback | None = None,
+    ) -> "BatchRun":
+        """Start a batch that requests join while the model is still streaming.
 
-        results: list[EventResult] = []
-        for slot in slots:
-            if slot.done.done() and not slot.done.cancelled():
-                results.append(slot.done.result())
-                continue
-            result = self._result(slot, EventStatus.TIMED_OUT, self._resolved_or_none(slot), t0,
-                                  error=f"batch deadline of {self.batch_deadline_s:g}s passed",
-                                  error_code="batch_deadline")
-            self._audit_result(result, batch.turn_id)
-            if on_result:
-                on_result(result)
-            results.append(result)
+        Each `add()` starts that request at once (dispatch never waits for the reply to end); `close()` says no more
+        will come, which releases terminal events; `wait()` returns the outcome. The deadline runs from here.
+        """
+        return BatchRun(self, session_id, turn_id, context, on_result)
 
-        continuation = aggregate(results, self._definitions)
-        elapsed = (time.perf_counter() - t0) * 1000
-        self.audit.record("batch.completed", turn_id=batch.turn_id, events=[r.name for r in results],
-                          statuses=[r.status.value for r in results], dropped=dropped,
-                          continuation=continuation.as_dict(), ms=round(elapsed, 3))
-        return BatchOutcome(tuple(results), continuation, tuple(dropped), elapsed)
-
-    # -- one request --------------------------------------------------------------------------------
-
-    async def _run_slot(self, slot, slots, context, session, semaphore, t0, on_result) -> None:
-        slot.started = time.perf_counter()
-        try:
-            result = await self._process(slot, slots, context, session, semaphore, t0)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a kernel bug for one event must not take its siblings down
-            result = self._result(slot, EventStatus.FAILED, self._resolved_or_none(slot), t0,
-                                  error=f"internal error: {exc}", error_code="internal_error")
-        finally:
-            if not slot.resolved.done():
-                slot.resolved.set_result(None)
-        self._audit_result(result, slot.request.turn_id)
-        slot.done.set_result(result)
-        if on_result:
-            on_result(result)
-
-    async def _process(self, slot: _Slot, slots, context, session, semaphore, t0) -> EventResult:
-        definition, request = slot.definition, slot.request
-        resolved = await resolve_request(self.registry, definition, request, context, self.fallback, self.audit)
-        slot.resolved.set_result(resolved)
-        if resolved.outcome == "invalid":
-            return self._result(slot, EventStatus.REJECTED, resolved, t0, error=resolved.error,
-                                error_code=resolved.error_code, question=resolved.question)
-        if resolved.outcome == "incomplete":
-            return self._result(slot, EventStatus.NEEDS_CLARIFICATION, resolved, t0, question=resolved.question,
-                                error=f"missing or ambiguous: {', '.join(resolved.missing)}",
-                                error_code="needs_clarification")
-        if definition.requires_confirmation:
-            question = (definition.confirmation_question(resolved.arguments, {})
-                        if definition.confirmation_question else f"Should I really do {definition.name}?")
-            return self._result(slot, EventStatus.NEEDS_CONFIRMATION, resolved, t0, question=question,
-                                error_code="needs_confirmation")
-
-        duplicate_of = await self._earlier_duplicate(slot, slots, resolved)
-        if duplicate_of is not None:
-            return self._result(slot, EventStatus.SKIPPED_DUPLICATE, resolved, t0,
-                                result={"duplicate_of": duplicate_of})
-
-        key = idempotency_key(session, request.turn_id, request.event_id, definition.name, resolved.arguments)
-        earlier = self.idempotency.get(key)
-        if earlier is None and (flight := self.idempotency.inflight(key)) is not None:
-            earlier = await asyncio.shield(flight)
-        if earlier is not None:
-            self.audit.record("event.idempotent_replay", event_id=request.event_id, name=definition.name, key=key)
-            return replace(earlier, replayed=True)
-
-        flight = self.idempotency.begin(key)
-        result: EventResult | None = None
-        try:
-            await self._wait_for_turn(slot, slots, t0)
-            queued_at = time.perf_counter()
-            async with semaphore:
-                exec_started = time.perf_counter()
-                status, payload, error, code = await self._execute(slot, resolved.arguments, session, key)
-                exec_ms = (time.perf_counter() - exec_started) * 1000
-            result = self._result(slot, status, resolved, t0, result=payload, error=error, error_code=code,
-                                  key=key, queued_ms=(exec_started - queued_at) * 1000, execute_ms=exec_ms)
-            return result
-        finally:
-            if result is None:  # cancelled (deadline) — waiters get a timed-out view, nothing is remembered
-                result = self._result(slot, EventStatus.TIMED_OUT, resolved, t0, key=key, error_code="cancelled")
-            self.idempotency.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
-
-    async def _earlier_duplicate(self, slot: _Slot, slots: list[_Slot], resolved: ResolvedArguments) -> str | None:
-        """Event id of an earlier same-name request with equivalent normalized arguments, if any."""
-        mine = canonical_json(resolved.arguments)
-        for other in slots[: slot.index]:
-            if other.definition is not slot.definition:
-                continue
-            theirs = await asyncio.shield(other.resolved)
-            if theirs is not None and theirs.outcome == "resolved" and canonical_json(theirs.arguments) == mine:
-                return other.request.event_id
-        return None
-
-    async def _wait_for_turn(self, slot: _Slot, slots: list[_Slot], t0: float) -> None:
-        """Conflicting earlier events finish first; a terminal event waits for every sibling (bounded)."""
-        keys = slot.definition.lock_keys
-        blockers = [o.done for o in slots[: slot.index] if keys and (o.definition.lock_keys & keys)]
-        if blockers:
-            await asyncio.wait(blockers)
-        if slot.definition.terminal:
-            siblings = [o.done for o in slots if o is not slot and not o.definition.terminal]
-            remaining = self.terminal_barrier_s - (time.perf_counter() - t0)
-            if siblings and remaining > 0:
-                await asyncio.wait(siblings, timeout=remaining)
-
-    async def _execute(self, slot: _Slot, arguments: Mapping[str, Any], session: str, key: str):
-        definition, request = slot.definition, slot.request
-        ctx = ExecutionContext(session_id=session, turn_id=request.turn_id, event_id=request.event_id,
-                               idempotency_key=key)
+    async def execute(self, definition: EventDefinition, arguments: Mapping[str, Any], ctx: ExecutionContext):
+        """Call the handler with the definition's timeout and (read-only only) retries."""
         attempts = 1 + (definition.retries if definition.read_only else 0)
         status, payload, error, code = EventStatus.FAILED, {}, None, None
         for attempt in range(attempts):
@@ -242,13 +117,203 @@ class EventKernel:
                 status, payload, error, code = EventStatus.FAILED, exc.details, exc.message, exc.code
                 if not exc.details.get("transient"):
                     break
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 status, error, code = EventStatus.FAILED, f"{type(exc).__name__}: {exc}", "handler_error"
-            self.audit.record("event.attempt_failed", event_id=request.event_id, name=definition.name,
+            self.audit.record("event.attempt_failed", event_id=ctx.event_id, name=definition.name,
                               attempt=attempt + 1, of=attempts, error=error)
         return status, payload, error, code
+
+
+class BatchRun:
+    """One batch in flight. Created by `EventKernel.open_batch`."""
+
+    def __init__(self, kernel: EventKernel, session_id: str, turn_id: str, context: ResolveContext,
+                 on_result: ResultCallback | None) -> None:
+        self.kernel = kernel
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.context = context
+        self.on_result = on_result
+        self.t0 = time.perf_counter()
+        self.slots: list[_Slot] = []
+        self.dropped: list[str] = []
+        self._closed = asyncio.Event()
+        self._semaphore = asyncio.Semaphore(kernel.max_concurrency)
+        self._loop = asyncio.get_running_loop()
+
+    @property
+    def audit(self) -> AuditSink:
+        return self.kernel.audit
+
+    def add(self, request: EventRequest, *, detected_at: float | None = None) -> bool:
+        """Start one request now. Returns False (and audits) when its name is unknown: it is never executed."""
+        if self._closed.is_set():
+            raise RuntimeError("batch already closed")
+        definition = self.kernel.registry.lookup(request.name)
+        if definition is None:
+            self.dropped.append(request.name)
+            self.audit.record("event.dropped", event_id=request.event_id, name=request.name, turn_id=self.turn_id,
+                              reason="unknown_event")
+            return False
+        if definition.name != request.name:  # a provider tool name: map back to the namespaced name
+            request = replace(request, name=definition.name)
+        self.audit.record("event.detected", event_id=request.event_id, name=request.name, turn_id=self.turn_id,
+                          source=request.source.value, proposed=dict(request.arguments or {}),
+                          arguments_error=request.arguments_error)
+        slot = _Slot(len(self.slots), request, definition, self._loop.create_future(), self._loop.create_future(),
+                     detected_at=detected_at if detected_at is not None else time.perf_counter())
+        self.slots.append(slot)
+        slot.task = asyncio.create_task(self._run_slot(slot), name=f"event:{request.name}:{request.event_id}")
+        return True
+
+    def close(self) -> None:
+        """No more requests will join this batch."""
+        self._closed.set()
+
+    async def wait(self) -> BatchOutcome:
+        """Wait for every request to reach a result or the batch deadline; results come back in input order."""
+        remaining = self.kernel.batch_deadline_s - (time.perf_counter() - self.t0)
+        try:
+            await asyncio.wait_for(self._closed.wait(), timeout=max(remaining, 0.001))
+        except TimeoutError:
+            self._closed.set()
+        tasks = [slot.task for slot in self.slots if slot.task is not None]
+        try:
+            if tasks:
+                remaining = self.kernel.batch_deadline_s - (time.perf_counter() - self.t0)
+                _, pending = await asyncio.wait(tasks, timeout=max(remaining, 0.0))
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    await asyncio.wait(pending, timeout=1.0)
+        finally:
+            for task in tasks:  # never leave a task running past the batch, even if we were cancelled
+                if not task.done():
+                    task.cancel()
+
+        results: list[EventResult] = []
+        for slot in self.slots:
+            if slot.done.done() and not slot.done.cancelled():
+                results.append(slot.done.result())
+                continue
+            result = self._result(slot, EventStatus.TIMED_OUT, self._resolved_or_none(slot),
+                                  error=f"batch deadline of {self.kernel.batch_deadline_s:g}s passed",
+                                  error_code="batch_deadline")
+            self._publish(slot, result)
+            results.append(result)
+
+        continuation = aggregate(results, self.kernel.definitions)
+        elapsed = (time.perf_counter() - self.t0) * 1000
+        delays = tuple(round(((s.started or s.detected_at) - s.detected_at) * 1000, 3) for s in self.slots)
+        self.audit.record("batch.completed", turn_id=self.turn_id, events=[r.name for r in results],
+                          statuses=[r.status.value for r in results], dropped=self.dropped,
+                          dispatch_delay_ms=list(delays), continuation=continuation.as_dict(), ms=round(elapsed, 3))
+        return BatchOutcome(tuple(results), continuation, tuple(self.dropped), elapsed, delays)
+
+    # -- one request --------------------------------------------------------------------------------
+
+    async def _run_slot(self, slot: _Slot) -> None:
+        slot.started = time.perf_counter()
+        result: EventResult | None = None
+        try:
+            result = await self._process(slot)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a kernel bug for one event must not take its siblings down
+            result = self._result(slot, EventStatus.FAILED, self._resolved_or_none(slot),
+                                  error=f"internal error: {exc}", error_code="internal_error")
+        finally:
+            if not slot.resolved.done():
+                slot.resolved.set_result(None)
+            if result is not None:
+                self._publish(slot, result)
+
+    def _publish(self, slot: _Slot, result: EventResult) -> None:
+        if slot.done.done():
+            return
+        self.audit.record("event.result", turn_id=self.turn_id, **result.as_dict())
+        slot.done.set_result(result)
+        if self.on_result:
+            self.on_result(result)
+
+    async def _process(self, slot: _Slot) -> EventResult:
+        definition, request, kernel = slot.definition, slot.request, self.kernel
+        resolved = await resolve_request(kernel.registry, definition, request, self.context, kernel.fallback,
+                                         self.audit)
+        slot.resolved.set_result(resolved)
+        if resolved.outcome == "invalid":
+            return self._result(slot, EventStatus.REJECTED, resolved, error=resolved.error,
+                                error_code=resolved.error_code, question=resolved.question)
+        if resolved.outcome == "incomplete":
+            return self._result(slot, EventStatus.NEEDS_CLARIFICATION, resolved, question=resolved.question,
+                                error=f"missing or ambiguous: {', '.join(resolved.missing)}",
+                                error_code="needs_clarification")
+        if definition.requires_confirmation:
+            question = (definition.confirmation_question(resolved.arguments, {})
+                        if definition.confirmation_question else f"Should I really do {definition.name}?")
+            return self._result(slot, EventStatus.NEEDS_CONFIRMATION, resolved, question=question,
+                                error_code="needs_confirmation")
+
+        duplicate_of = await self._earlier_duplicate(slot, resolved)
+        if duplicate_of is not None:
+            return self._result(slot, EventStatus.SKIPPED_DUPLICATE, resolved, result={"duplicate_of": duplicate_of})
+
+        key = idempotency_key(self.session_id, request.turn_id, request.event_id, definition.name, resolved.arguments)
+        store = kernel.idempotency
+        earlier = store.get(key)
+        if earlier is None and (flight := store.inflight(key)) is not None:
+            earlier = await asyncio.shield(flight)
+        if earlier is not None:
+            self.audit.record("event.idempotent_replay", event_id=request.event_id, name=definition.name, key=key)
+            return replace(earlier, replayed=True)
+
+        store.begin(key)
+        result: EventResult | None = None
+        try:
+            await self._wait_for_turn(slot)
+            queued_at = time.perf_counter()
+            async with self._semaphore:
+                exec_started = time.perf_counter()
+                ctx = ExecutionContext(session_id=self.session_id, turn_id=request.turn_id,
+                                       event_id=request.event_id, idempotency_key=key)
+                status, payload, error, code = await kernel.execute(definition, resolved.arguments, ctx)
+                exec_ms = (time.perf_counter() - exec_started) * 1000
+            result = self._result(slot, status, resolved, result=payload, error=error, error_code=code, key=key,
+                                  queued_ms=(exec_started - queued_at) * 1000, execute_ms=exec_ms)
+            return result
+        finally:
+            if result is None:  # cancelled (deadline): waiters get a timed-out view, nothing is remembered
+                result = self._result(slot, EventStatus.TIMED_OUT, resolved, key=key, error_code="cancelled")
+            store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
+
+    async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:
+        """Event id of an earlier same-name request with equivalent normalized arguments, if any."""
+        mine = canonical_json(resolved.arguments)
+        for other in self.slots[: slot.index]:
+            if other.definition is not slot.definition:
+                continue
+            theirs = await asyncio.shield(other.resolved)
+            if theirs is not None and theirs.outcome == "resolved" and canonical_json(theirs.arguments) == mine:
+                return other.request.event_id
+        return None
+
+    async def _wait_for_turn(self, slot: _Slot) -> None:
+        """Conflicting earlier events finish first; a terminal event waits for every sibling (bounded)."""
+        keys = slot.definition.lock_keys
+        blockers = [o.done for o in self.slots[: slot.index] if keys and (o.definition.lock_keys & keys)]
+        if blockers:
+            await asyncio.wait(blockers)
+        if not slot.definition.terminal:
+            return
+        deadline = self.t0 + self.kernel.terminal_barrier_s
+        try:
+            await asyncio.wait_for(self._closed.wait(), timeout=max(deadline - time.perf_counter(), 0.001))
+        except TimeoutError:
+            return
+        siblings = [o.done for o in self.slots if o is not slot and not o.definition.terminal]
+        remaining = deadline - time.perf_counter()
+        if siblings and remaining > 0:
+            await asyncio.wait(siblings, timeout=remaining)
 
     # -- helpers ------------------------------------------------------------------------------------
 
@@ -258,7 +323,7 @@ class EventKernel:
             return slot.resolved.result()
         return None
 
-    def _result(self, slot: _Slot, status: EventStatus, resolved: ResolvedArguments | None, t0: float, *,
+    def _result(self, slot: _Slot, status: EventStatus, resolved: ResolvedArguments | None, *,
                 result: Mapping[str, Any] | None = None, error: str | None = None, error_code: str | None = None,
                 question: str | None = None, key: str | None = None, queued_ms: float = 0.0,
                 execute_ms: float = 0.0) -> EventResult:
@@ -268,7 +333,7 @@ class EventKernel:
             fallback_ms=resolved.fallback_ms if resolved else 0.0,
             queued_ms=queued_ms,
             execute_ms=execute_ms,
-            total_ms=(now - (slot.started or t0)) * 1000,
+            total_ms=(now - (slot.started or self.t0)) * 1000,
         )
         return EventResult(
             event_id=slot.request.event_id,
@@ -287,6 +352,3 @@ class EventKernel:
             fallback_tokens=resolved.fallback_tokens if resolved else 0,
             timings=timings,
         )
-
-    def _audit_result(self, result: EventResult, turn_id: str) -> None:
-        self.audit.record("event.result", turn_id=turn_id, **result.as_dict())

@@ -1,0 +1,325 @@
+"""The configuration tree: one validated, immutable pydantic model.
+
+Precedence (highest first): environment `TOY_<SECTION>__<KEY>` → the TOML profile given with `--config` → defaults in
+the models. `OPENAI_API_KEY` / `OPENAI_BASE_URL` fill `llm.api_key` / `llm.base_url` when those are unset.
+Secrets (`llm.api_key`, `mqtt.password`) are read only from the environment: a TOML file that holds one is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password")}
+
+DEFAULT_PERSONA = (
+    "You are Pip, a warm, playful talking toy for a young child. Answer in one to three short, simple sentences "
+    "that sound natural when spoken aloud. No lists, no markdown, no emoji. Be kind and safe; if you are not sure "
+    "about a current fact, say so simply instead of guessing. Reply in the language the child uses."
+)
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased as one line naming the key and the reason."""
+
+
+class Section(BaseModel):
+    """Base for config sections: immutable and strict about unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LLMConfig(Section):
+    """The ChatAgent / EventAgent endpoint (any OpenAI-compatible server)."""
+
+    base_url: str | None = Field(None, description="None → offline: only the deterministic gate answers")
+    api_key: SecretStr | None = Field(None, description="from the environment only (OPENAI_API_KEY)")
+    model: str = "gpt-4o-mini"
+    event_model: str | None = Field(None, description="cheaper model for EventAgent fallback; default = model")
+    temperature: float = Field(0.6, ge=0, le=2)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(160, ge=1, le=4096, description="ChatAgent output budget per call")
+    event_max_tokens: int = Field(120, ge=1, le=1024, description="EventAgent fallback output budget")
+    connect_timeout_s: float = Field(3.0, gt=0)
+    read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks")
+    include_usage: bool = True
+
+
+class AgentConfig(Section):
+    """ChatAgent behaviour shared by both invocation modes."""
+
+    tool_invocation_mode: Literal["dual_agent", "chat_agent_tools"] = "dual_agent"
+    persona: str = DEFAULT_PERSONA
+    history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
+    fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"
+    offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
+    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye requests without the LLM")
+    first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
+
+
+class EventsConfig(Section):
+    """Which events are enabled and how batches run."""
+
+    enabled: tuple[str, ...] | None = Field(None, description="None → every registered event")
+    max_concurrency: int = Field(4, ge=1, le=32)
+    batch_deadline_s: float = Field(10.0, gt=0)
+    terminal_barrier_s: float = Field(4.0, gt=0, description="how long a terminal event waits for its siblings")
+
+
+class SessionConfig(Section):
+    """Conversation/session behaviour."""
+
+    timezone: str = "UTC"
+    idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
+    barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
+    listen_mode: Literal["always", "push_to_talk"] = "always"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown IANA time zone {value!r}") from None
+        return value
+
+
+class AudioConfig(Section):
+    """Capture and playback devices."""
+
+    input_device: str | int | None = Field(None, description="sounddevice name or index; None = default")
+    output_device: str | int | None = None
+    sample_rate_hz: Literal[16000] = 16000
+    frame_ms: Literal[10, 20, 30] = 20
+    capture_queue_frames: int = Field(100, ge=4, le=2000, description="bounded queue between callback and loop")
+    output_block_ms: int = Field(20, ge=5, le=200, description="playback block; flush latency is one block")
+    pad_silence_ms: int = Field(50, ge=0, le=500)
+
+
+class VadConfig(Section):
+    """Voice activity detection and endpointing (durations in ms)."""
+
+    aggressiveness: int = Field(2, ge=0, le=3)
+    start_ms: int = Field(60, ge=10)
+    hangover_ms: int = Field(300, ge=30)
+    preroll_ms: int = Field(300, ge=0)
+    min_utterance_ms: int = Field(250, ge=0)
+    max_utterance_ms: int = Field(15000, ge=500)
+    no_speech_timeout_ms: int = Field(8000, ge=500)
+
+
+class AsrConfig(Section):
+    """Speech recognition engine."""
+
+    engine: Literal["pocketsphinx", "vosk"] = "pocketsphinx"
+    model_path: Path | None = Field(None, description="vosk model dir; pocketsphinx uses its bundled en-us model")
+    grammar: tuple[str, ...] | None = Field(None, description="optional phrase list (vosk)")
+
+
+class TtsConfig(Section):
+    """Speech synthesis (piper)."""
+
+    voice_path: Path | None = Field(None, description="piper .onnx; None = the bundled en_US joe voice")
+    config_path: Path | None = None
+    length_scale: float = Field(1.0, gt=0.2, le=3.0)
+
+
+class VolumeConfig(Section):
+    """The output mixer used by device.volume.adjust."""
+
+    backend: Literal["memory", "alsa"] = "memory"
+    device: str = "default"
+    control: str = "Master"
+    step: int = Field(10, ge=1, le=50, description="'a bit louder' changes the volume by this many percent")
+    initial_level: int = Field(50, ge=0, le=100, description="start level of the in-memory mixer")
+
+
+class MqttConfig(Section):
+    """Firmware bridge connection; disabled while url is None."""
+
+    url: str | None = Field(None, description="mqtt://host:1883 or mqtts://host:8883")
+    device_id: str = Field("toy1", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    username: str | None = None
+    password: SecretStr | None = Field(None, description="from the environment only (TOY_MQTT__PASSWORD)")
+    ca_file: Path | None = None
+    protocol: Literal["5", "3.1.1"] = "5"
+    keepalive_s: int = Field(30, ge=5, le=600)
+    remote_capabilities: tuple[str, ...] = Field(
+        ("device.volume.adjust", "session.terminate"), description="events a remote command may invoke"
+    )
+
+
+class CalendarConfig(Section):
+    """Schedule store and reminders."""
+
+    path: Path | None = Field(None, description="SQLite file; None = <state_dir>/calendar.sqlite3")
+    max_late_s: int = Field(600, ge=0, description="reminders later than this after downtime are recorded as missed")
+    reminder_style: Literal["template", "chat_agent"] = "template"
+
+
+class SearchConfig(Section):
+    """Web search provider."""
+
+    provider: Literal["searxng", "static", "none"] = "static"
+    url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
+    timeout_s: float = Field(2.5, gt=0, le=30)
+    max_results: int = Field(3, ge=1, le=5)
+
+
+class AuditConfig(Section):
+    """Where structured audit records go."""
+
+    path: Path | None = Field(None, description="JSONL file; None = <state_dir>/audit.jsonl")
+    enabled: bool = True
+
+
+def _default_state_dir() -> Path:
+    return Path(os.environ.get("STATE_DIRECTORY") or platformdirs.user_data_dir("toy-runtime"))
+
+
+class Settings(BaseSettings):
+    """The whole configuration tree."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TOY_", env_nested_delimiter="__", frozen=True, extra="forbid", case_sensitive=False,
+        nested_model_default_partial_update=True,
+    )
+
+    state_dir: Path = Field(default_factory=_default_state_dir)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    llm: LLMConfig = LLMConfig()
+    agent: AgentConfig = AgentConfig()
+    events: EventsConfig = EventsConfig()
+    session: SessionConfig = SessionConfig()
+    audio: AudioConfig = AudioConfig()
+    vad: VadConfig = VadConfig()
+    asr: AsrConfig = AsrConfig()
+    tts: TtsConfig = TtsConfig()
+    volume: VolumeConfig = VolumeConfig()
+    mqtt: MqttConfig = MqttConfig()
+    calendar: CalendarConfig = CalendarConfig()
+    search: SearchConfig = SearchConfig()
+    audit: AuditConfig = AuditConfig()
+
+    _toml_data: dict[str, Any] = {}
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _DictSource(settings_cls, cls._toml_data))
+
+    # -- derived paths ------------------------------------------------------------------------------
+
+    @property
+    def calendar_path(self) -> Path:
+        return self.calendar.path or self.state_dir / "calendar.sqlite3"
+
+    @property
+    def audit_path(self) -> Path:
+        return self.audit.path or self.state_dir / "audit.jsonl"
+
+    @property
+    def llm_online(self) -> bool:
+        return bool(self.llm.base_url)
+
+
+class _DictSource(PydanticBaseSettingsSource):
+    """Feeds the parsed TOML profile into pydantic-settings below the environment."""
+
+    def __init__(self, settings_cls, data: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - unused, __call__ returns all at once
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path}: not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror}") from None
+    for section, key in SECRET_KEYS:
+        if isinstance(data.get(section), dict) and key in data[section]:
+            env = "OPENAI_API_KEY" if (section, key) == ("llm", "api_key") else f"TOY_{section.upper()}__{key.upper()}"
+            raise ConfigError(f"{section}.{key}: secrets are read only from the environment; set {env} instead")
+    return data
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"]) or "config"
+    if error["type"] == "extra_forbidden":
+        return f"{loc}: unknown key"
+    message = error["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    value = error.get("input")
+    shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+    return f"{loc}: {message}{shown}"
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, str] | None = None,
+                  **overrides: Any) -> Settings:
+    """Build the settings tree once at start-up; raises ConfigError with a one-line message."""
+    data = _read_toml(Path(path)) if path else {}
+    environ = os.environ if env is None else env
+    saved = dict(os.environ) if env is not None else None
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        Settings._toml_data = data
+        try:
+            settings = Settings(**overrides)
+        except ValidationError as exc:
+            errors = exc.errors()
+            extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise ConfigError(_describe(errors[0]) + extra) from None
+        except ValueError as exc:  # e.g. env JSON that does not parse
+            raise ConfigError(f"config: {exc}") from None
+    finally:
+        Settings._toml_data = {}
+        if saved is not None:
+            os.environ.clear()
+            os.environ.update(saved)
+    return _apply_openai_fallbacks(settings, environ)
+
+
+def _apply_openai_fallbacks(settings: Settings, environ) -> Settings:
+    llm_updates: dict[str, Any] = {}
+    if settings.llm.api_key is None and environ.get("OPENAI_API_KEY"):
+        llm_updates["api_key"] = SecretStr(environ["OPENAI_API_KEY"])
+    if settings.llm.base_url is None and environ.get("OPENAI_BASE_URL"):
+        llm_updates["base_url"] = environ["OPENAI_BASE_URL"]
+    if not llm_updates:
+        return settings
+    return settings.model_copy(update={"llm": settings.llm.model_copy(update=llm_updates)})
+
+
+def with_updates(settings: Settings, **sections: dict[str, Any]) -> Settings:
+    """A copy with some section fields replaced (used for CLI flags), re-validated."""
+    data = settings.model_dump()
+    for section, values in sections.items():
+        data[section] = {**data[section], **{k: v for k, v in values.items() if v is not None}}
+    for section, key in SECRET_KEYS:
+        secret = getattr(getattr(settings, section), key)
+        data[section][key] = secret.get_secret_value() if secret is not None else None
+    try:
+        Settings._toml_data = {}
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc.errors()[0])) from None
