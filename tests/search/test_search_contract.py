@@ -1,0 +1,40 @@
+"""One SearchProvider contract, run against StaticSearch and SearxngSearch (over the loopback fake)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from toy_runtime.adapters.search_factory import make_search_provider
+from toy_runtime.ports.clock import ManualClock
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["static", "searxng"])
+async def provider(request, fake_searxng):
+    kwargs = {"clock": ManualClock(T0)}
+    if request.param == "searxng":
+        kwargs["base_url"] = fake_searxng.url
+    p = make_search_provider(request.param, **kwargs)
+    try:
+        yield p
+    finally:
+        if hasattr(p, "aclose"):
+            await p.aclose()
+
+
+@pytest.mark.parametrize("max_results", [1, 2, 3])
+async def test_contract_compact_result(provider, max_results):
+    result = await provider.search("giant panda", max_results=max_results)
+    assert result.query == "giant panda"
+    assert len(result.hits) == max_results
+    assert result.retrieved_at == T0
+    assert result.provider
+    data = result.as_dict()
+    assert set(data) == {"query", "evidence", "retrieved_at", "provider"}
+    for item in data["evidence"]:
+        assert item["url"].startswith(("http://", "https://"))
+        assert item["title"]
+        assert len(item["snippet"]) <= 300 and "<" not in item["snippet"]
