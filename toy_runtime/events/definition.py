@@ -96,6 +96,10 @@ class EventDefinition:
     success_template: Template | None = None  # spoken for template_follow_up
     failure_template: Template | None = None  # corrective line when execution fails
     summarize: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None  # compact result for follow-up
+    # Offline gate: `gate_match` says an utterance is a clear, high-confidence request for this event (no LLM
+    # needed); `gate_reply` is the templated answer spoken before it runs.
+    gate_match: Callable[[ResolveContext], bool] | None = None
+    gate_reply: Template | None = None
     tags: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:

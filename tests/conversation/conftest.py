@@ -1,0 +1,90 @@
+"""A runtime wired to in-memory device/calendar/search fakes and a real scripted LLM server on loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from toy_runtime.app import build_runtime
+from toy_runtime.config import load_settings, with_updates
+from toy_runtime.events import MemoryAudit
+from toy_runtime.fakes.calendar import MemoryCalendarStore
+from toy_runtime.fakes.device import MemoryMixer
+from toy_runtime.fakes.search import StaticSearch
+from toy_runtime.hostevents import message_event
+from toy_runtime.session.items import EventOutcome, Speech, TurnEnd
+from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+
+MODES = ["dual_agent", "chat_agent_tools"]
+
+
+@pytest.fixture
+def llm_server():
+    server = ScriptedLLMServer()
+    server.start()
+    yield server
+    server.close()
+
+
+class Harness:
+    """Builds a runtime for one mode and runs text turns, collecting items."""
+
+    def __init__(self, tmp_path, *, mode="dual_agent", base_url=None, mixer=None, search=None, calendar=None,
+                 **llm):
+        settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path)})
+        llm_updates = {"base_url": base_url, "model": "scripted-model", "read_timeout_s": 2.0,
+                       "connect_timeout_s": 1.0, **llm}
+        settings = with_updates(settings, agent={"tool_invocation_mode": mode}, llm=llm_updates)
+        self.audit = MemoryAudit()
+        self.mixer = mixer or MemoryMixer()
+        self.search = search or StaticSearch()
+        self.calendar = calendar or MemoryCalendarStore()
+        self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
+                                     audit=self.audit)
+        self.runner = self.runtime.new_turn_runner()
+
+    async def turn(self, text):
+        items = []
+        async for item in self.runner.run(message_event(text)):
+            items.append(item)
+        return Turn(items)
+
+    async def close(self):
+        await self.runtime.aclose()
+
+
+class Turn:
+    """The items of one turn with convenient views."""
+
+    def __init__(self, items):
+        self.items = items
+        self.end: TurnEnd = items[-1]
+        assert isinstance(self.end, TurnEnd)
+
+    def speech(self, answer=None):
+        return [i.text for i in self.items if isinstance(i, Speech) and (answer is None or i.answer == answer)]
+
+    @property
+    def speech_items(self):
+        return [i for i in self.items if isinstance(i, Speech)]
+
+    @property
+    def events(self):
+        return [i.result for i in self.items if isinstance(i, EventOutcome)]
+
+    @property
+    def metrics(self):
+        return self.end.metrics
+
+
+@pytest.fixture
+async def make_harness(tmp_path):
+    made = []
+
+    def factory(**kw):
+        harness = Harness(tmp_path, **kw)
+        made.append(harness)
+        return harness
+
+    yield factory
+    for harness in made:
+        await harness.close()

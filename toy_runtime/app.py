@@ -1,0 +1,143 @@
+"""The composition root: the only place that knows every concrete adapter. Builds the runtime from settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Settings
+from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit
+from .ports.calendar import CalendarStore
+from .ports.clock import Clock, SystemClock
+from .ports.device import Mixer
+from .ports.search import SearchError, SearchProvider, SearchResult
+from .session.boundary import SessionBoundary
+from .session.conversation import Conversation
+from .session.turn import TurnRunner
+from .signals import SignalBus
+
+
+class NoSearch:
+    """Search port used when no provider is configured: every search fails clearly (never silently)."""
+
+    async def search(self, query: str, max_results: int = 3) -> SearchResult:
+        raise SearchError("no search provider is configured (set [search] url)", transient=False)
+
+
+def build_mixer(settings: Settings) -> Mixer:
+    """The configured mixer adapter."""
+    if settings.volume.backend == "alsa":
+        from .adapters.alsa_mixer import AlsaMixer
+
+        return AlsaMixer(device=settings.volume.device, control=settings.volume.control)
+    from .fakes.device import MemoryMixer
+
+    return MemoryMixer(level=settings.volume.initial_level)
+
+
+def build_search(settings: Settings) -> SearchProvider:
+    """The configured search adapter (`[search] url` selects SearxNG)."""
+    from .adapters.search_factory import make_search_provider
+
+    if settings.search.url:
+        return make_search_provider("searxng", base_url=settings.search.url, timeout_s=settings.search.timeout_s)
+    if settings.search.provider == "static":
+        return make_search_provider("static")
+    if settings.search.provider == "searxng":
+        raise ValueError("search.provider is 'searxng' but search.url is not set")
+    return NoSearch()
+
+
+def build_calendar(settings: Settings, clock: Clock) -> CalendarStore:
+    """The SQLite store at `[calendar] path` (shared by chat, run and schedules)."""
+    from .adapters.sqlite_calendar import SqliteCalendarStore
+
+    settings.calendar_path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteCalendarStore(settings.calendar_path, clock=clock)
+
+
+@dataclass
+class Runtime:
+    """Everything a turn needs, wired once at start-up."""
+
+    settings: Settings
+    audit: AuditSink
+    registry: EventRegistry
+    kernel: EventKernel
+    mixer: Mixer
+    calendar: CalendarStore
+    search: SearchProvider
+    signals: SignalBus
+    boundary: SessionBoundary
+    clock: Clock
+    chat_client: Any = None
+    chat_agent: Any = None
+    event_agent: Any = None
+    closers: list = field(default_factory=list)
+
+    def new_turn_runner(self) -> TurnRunner:
+        """A fresh conversation (new session id) bound to the session boundary."""
+        conversation = Conversation(history_turns=self.settings.agent.history_turns)
+        self.boundary.bind(conversation.session_id)
+        return TurnRunner(kernel=self.kernel, chat_agent=self.chat_agent, conversation=conversation,
+                          audit=self.audit, clock=self.clock, timezone=self.settings.session.timezone,
+                          agent_config=self.settings.agent, event_agent=self.event_agent)
+
+    async def aclose(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                result = close()
+                if hasattr(result, "__await__"):
+                    await result
+            except Exception:  # closing must go on for the rest
+                pass
+
+
+def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
+                  calendar: CalendarStore | None = None, clock: Clock | None = None,
+                  audit: AuditSink | None = None, signals: SignalBus | None = None) -> Runtime:
+    """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench)."""
+    from .plugins import PluginPorts, default_registry
+
+    clock = clock or SystemClock()
+    closers: list = []
+    if audit is None:
+        if settings.audit.enabled:
+            audit = JsonlAudit(settings.audit_path)
+            closers.append(audit.close)
+        else:
+            audit = NullAudit()
+    signals = signals or SignalBus()
+    boundary = SessionBoundary()
+    mixer = mixer or build_mixer(settings)
+    search = search or build_search(settings)
+    if calendar is None:
+        calendar = build_calendar(settings, clock)
+        closers.append(getattr(calendar, "aclose", lambda: None))
+    ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
+                        volume_step=settings.volume.step)
+    registry = default_registry(ports).subset(settings.events.enabled)
+
+    chat_client = chat_agent = event_agent = None
+    if settings.llm_online:
+        from .agent.chat_agent import ChatAgent, Sampling
+        from .agent.event_agent import EventAgent
+        from .agent.llm import ChatClient
+
+        llm = settings.llm
+        chat_client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
+                                 connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
+                                 include_usage=llm.include_usage)
+        closers.append(chat_client.aclose)
+        chat_agent = ChatAgent(chat_client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,
+                               persona=settings.agent.persona,
+                               sampling=Sampling(llm.temperature, llm.top_p, llm.max_tokens), audit=audit,
+                               first_clause_min_chars=settings.agent.first_clause_min_chars)
+        event_agent = EventAgent(chat_client, model=llm.event_model or llm.model, max_tokens=llm.event_max_tokens)
+
+    kernel = EventKernel(registry, audit=audit, fallback=event_agent, max_concurrency=settings.events.max_concurrency,
+                         batch_deadline_s=settings.events.batch_deadline_s,
+                         terminal_barrier_s=settings.events.terminal_barrier_s)
+    return Runtime(settings=settings, audit=audit, registry=registry, kernel=kernel, mixer=mixer, calendar=calendar,
+                   search=search, signals=signals, boundary=boundary, clock=clock, chat_client=chat_client,
+                   chat_agent=chat_agent, event_agent=event_agent, closers=closers)

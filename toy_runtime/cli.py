@@ -1,0 +1,208 @@
+"""The `toy-runtime` command line. Each subcommand parses its flags, loads settings once and runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import datetime
+from typing import Any, Sequence
+
+from .config import ConfigError, Settings, load_settings, with_updates
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML profile loaded on top of the defaults")
+
+
+def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that runs turns (chat, demo, run, ptt)."""
+    _add_config(parser)
+    parser.add_argument("--mode", choices=["dual_agent", "chat_agent_tools"], help="tool invocation mode")
+    parser.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (default: offline)")
+    parser.add_argument("--llm-model", metavar="MODEL")
+    parser.add_argument("--volume-backend", choices=["memory", "alsa"])
+    parser.add_argument("--mqtt-url", metavar="URL", help="mqtt://HOST:PORT or mqtts://HOST:PORT")
+    parser.add_argument("--device-id", metavar="ID")
+
+
+def _settings_for(args: argparse.Namespace) -> Settings:
+    settings = load_settings(getattr(args, "config", None))
+    updates: dict[str, dict[str, Any]] = {}
+    if getattr(args, "mode", None):
+        updates.setdefault("agent", {})["tool_invocation_mode"] = args.mode
+    if getattr(args, "llm_base_url", None):
+        updates.setdefault("llm", {})["base_url"] = args.llm_base_url
+    if getattr(args, "llm_model", None):
+        updates.setdefault("llm", {})["model"] = args.llm_model
+    if getattr(args, "volume_backend", None):
+        updates.setdefault("volume", {})["backend"] = args.volume_backend
+    if getattr(args, "mqtt_url", None):
+        updates.setdefault("mqtt", {})["url"] = args.mqtt_url
+    if getattr(args, "device_id", None):
+        updates.setdefault("mqtt", {})["device_id"] = args.device_id
+    return with_updates(settings, **updates) if updates else settings
+
+
+# -- events ------------------------------------------------------------------------------------------
+
+
+def _offline_registry(settings: Settings):
+    """The registry over in-memory ports: for inspecting and resolving, never for side effects."""
+    from .fakes.calendar import MemoryCalendarStore
+    from .fakes.device import MemoryMixer
+    from .fakes.search import StaticSearch
+    from .plugins import PluginPorts, default_registry
+    from .session.boundary import SessionBoundary
+
+    ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
+                        search=StaticSearch(), signals=None, volume_step=settings.volume.step)
+    return default_registry(ports)
+
+
+def cmd_events_list(args: argparse.Namespace) -> int:
+    settings = _settings_for(args)
+    registry = _offline_registry(settings)
+    rows = [
+        {
+            "name": d.name,
+            "version": d.version,
+            "tool_name": d.tool_name,
+            "description": d.description,
+            "schema": d.schema,
+            "result_policy": d.result_policy.value,
+            "risk": d.risk.value,
+            "terminal": d.terminal,
+            "read_only": d.read_only,
+            "llm_fallback": d.llm_fallback,
+            "timeout_s": d.timeout_s,
+            "concurrency_class": d.concurrency_class,
+        }
+        for d in registry
+    ]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['name']:<28} {row['tool_name']:<22} {row['result_policy']:<20} {row['description']}")
+    return 0
+
+
+def cmd_events_resolve(args: argparse.Namespace) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from .events import ResolveContext, resolve_deterministic
+
+    settings = _settings_for(args)
+    registry = _offline_registry(settings)
+    definition = registry.lookup(args.name)
+    if definition is None:
+        raise CliError(f"unknown event {args.name!r}; known: {', '.join(registry.names)}")
+    zone_name = args.tz or settings.session.timezone
+    try:
+        zone = ZoneInfo(zone_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CliError(f"--tz: unknown IANA time zone {zone_name!r}") from None
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(f"--now: not an RFC3339 time: {args.now!r}") from None
+        now = now.replace(tzinfo=zone) if now.tzinfo is None else now.astimezone(zone)
+    else:
+        now = datetime.now(zone)
+    proposed = None
+    if args.args:
+        try:
+            proposed = json.loads(args.args)
+        except ValueError as exc:
+            raise CliError(f"--args: not valid JSON: {exc}") from None
+        if not isinstance(proposed, dict):
+            raise CliError("--args: must be a JSON object")
+    context = ResolveContext(utterance=args.text or "", request_time=now, timezone=zone_name,
+                             locale="zh" if any("\u4e00" <= c <= "\u9fff" for c in args.text or "") else "en")
+    resolved = resolve_deterministic(registry, definition, proposed, context)
+    payload = {
+        "event": definition.name,
+        "status": resolved.outcome,
+        "arguments": dict(resolved.arguments),
+        "missing": list(resolved.missing),
+        "error": resolved.error,
+        "question": resolved.question,
+    }
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(f"{payload['status']}: {json.dumps(payload['arguments'], ensure_ascii=False)}"
+              + (f" missing={payload['missing']}" if payload["missing"] else "")
+              + (f" error={payload['error']}" if payload["error"] else ""))
+    return 0
+
+
+# -- chat --------------------------------------------------------------------------------------------
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from .console import run_chat
+
+    settings = _settings_for(args)
+    return asyncio.run(run_chat(settings, json_lines=args.json))
+
+
+# -- parser ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toy-runtime", description="The runtime inside a talking toy.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    events = sub.add_parser("events", help="inspect the event registry")
+    events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    p = events_sub.add_parser("list", help="list registered events")
+    _add_config(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_events_list)
+    p = events_sub.add_parser("resolve", help="run an event's deterministic resolver + validation")
+    _add_config(p)
+    p.add_argument("name", help="namespaced event name or provider tool name")
+    p.add_argument("--text", default="", help="the user's utterance")
+    p.add_argument("--args", help="proposed arguments as a JSON object")
+    p.add_argument("--now", help="request time (RFC3339); default now")
+    p.add_argument("--tz", help="IANA time zone of the session")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_events_resolve)
+
+    p = sub.add_parser("chat", help="text conversation: one user turn per stdin line")
+    _add_turn_flags(p)
+    p.add_argument("--json", action="store_true", help="print JSON lines (speech, event, turn)")
+    p.set_defaults(func=cmd_chat)
+
+    for extra in _EXTRA_COMMANDS:
+        extra(sub)
+    return parser
+
+
+_EXTRA_COMMANDS: list = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, CliError) as exc:
+        print(f"toy-runtime: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

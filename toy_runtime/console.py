@@ -1,0 +1,81 @@
+"""`toy-runtime chat`: text turns from stdin, speech/event/turn lines to stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import TextIO
+
+from .app import build_runtime
+from .config import Settings
+from .hostevents import message_event
+from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
+
+
+def render(item: TurnItem, json_lines: bool) -> str | None:
+    """One output line for an item (None = nothing to print)."""
+    if json_lines:
+        return json.dumps(item.as_json(), ensure_ascii=False)
+    if isinstance(item, Speech):
+        tag = "toy" if item.answer == 1 else "toy (after events)"
+        line = f"{tag}: {item.text}"
+        if item.sources:
+            line += "  [sources: " + ", ".join(s["url"] for s in item.sources) + "]"
+        return line
+    if isinstance(item, EventOutcome):
+        r = item.result
+        detail = r.error or json.dumps(dict(r.result), ensure_ascii=False)[:120]
+        return f"  · {r.name} {r.status.value} {json.dumps(dict(r.arguments), ensure_ascii=False)} {detail}"
+    if isinstance(item, TurnEnd):
+        m = item.metrics
+        ttft = (m.get("first_answer") or {}).get("ttft_ms")
+        return (f"  · turn {item.turn_id}: {item.llm_calls} LLM call(s), first speech "
+                f"{m.get('first_speech_ms')} ms, ttft {ttft} ms, total {m.get('total_ms')} ms"
+                + (" — session ended" if item.terminated else ""))
+    return None
+
+
+async def _read_line(stream: TextIO) -> str | None:
+    line = await asyncio.get_running_loop().run_in_executor(None, stream.readline)
+    return line if line else None
+
+
+async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None = None,
+                   stdout: TextIO | None = None) -> int:
+    """Run turns until a terminating turn or end of input; exit code 0."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    runtime = build_runtime(settings)
+    bridge = None
+    try:
+        if settings.mqtt.url:
+            from .device_link import start_bridge
+
+            bridge = await start_bridge(runtime)
+        runner = runtime.new_turn_runner()
+        if not json_lines and stdin.isatty():
+            mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
+            print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)
+        while True:
+            line = await _read_line(stdin)
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            terminated = False
+            async for item in runner.run(message_event(text, source="console",
+                                                       conversation_id=runner.conversation.session_id)):
+                out = render(item, json_lines)
+                if out is not None:
+                    print(out, file=stdout, flush=True)
+                if isinstance(item, TurnEnd):
+                    terminated = item.terminated
+            if terminated:
+                break
+    finally:
+        if bridge is not None:
+            await bridge.aclose()
+        await runtime.aclose()
+    return 0

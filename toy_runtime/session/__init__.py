@@ -1,0 +1,1 @@
+"""Conversation turns and the audio session built on them."""

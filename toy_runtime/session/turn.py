@@ -1,0 +1,310 @@
+"""One conversation turn: host event → ChatAgent stream → speech + events → kernel → continuation → follow-up.
+
+Answer 1 streams out as it arrives; each event is dispatched to the kernel the moment it is complete in the
+stream and never delays the visible text. The kernel's continuation decides what follows: deterministic lines, at
+most one aggregated follow-up ChatAgent call, or the end of the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, AsyncIterator
+from zoneinfo import ZoneInfo
+
+from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
+from ..agent.event_agent import EventAgent
+from ..agent.llm import CallStats, LLMFault
+from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, results_message
+from ..config import AgentConfig
+from ..events import (
+    AuditSink,
+    BatchOutcome,
+    EventKernel,
+    EventRequest,
+    EventResult,
+    ResolutionPath,
+    ResolveContext,
+    SourceProtocol,
+    resolve_deterministic,
+)
+from ..hostevents import HostEvent
+from ..ports.clock import Clock
+from .conversation import Conversation
+from .items import EventOutcome, Speech, TurnEnd, TurnItem
+
+_DONE = object()
+
+
+def guess_locale(text: str) -> str:
+    """'zh' when the utterance contains CJK ideographs, else 'en'."""
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+class TurnRunner:
+    """Runs `message.received` turns for one conversation."""
+
+    def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
+                 audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
+                 event_agent: EventAgent | None = None) -> None:
+        self.kernel = kernel
+        self.chat = chat_agent
+        self.conversation = conversation
+        self.audit = audit
+        self.clock = clock
+        self.timezone = timezone
+        self.config = agent_config
+        self.event_agent = event_agent
+
+    @property
+    def mode(self) -> str:
+        return self.chat.mode if self.chat else "offline"
+
+    async def run(self, event: HostEvent) -> AsyncIterator[TurnItem]:
+        """Yield the turn's items in order of occurrence; the last one is TurnEnd."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        turn_id = self.conversation.next_turn_id()
+        producer = asyncio.create_task(self._produce(event, turn_id, queue), name=f"turn:{turn_id}")
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                yield item
+            await producer  # surface a bug in the producer instead of hiding it
+        finally:
+            if not producer.done():
+                producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+
+    # -- the turn ------------------------------------------------------------------------------------
+
+    async def _produce(self, event: HostEvent, turn_id: str, queue: asyncio.Queue) -> None:
+        try:
+            await self._turn(event, turn_id, queue.put_nowait)
+        finally:
+            queue.put_nowait(_DONE)
+
+    async def _turn(self, event: HostEvent, turn_id: str, emit) -> None:
+        t0 = time.perf_counter()
+        text = (event.input.text or "").strip()
+        conv = self.conversation
+        context = ResolveContext(
+            utterance=text,
+            request_time=self.clock.now().astimezone(ZoneInfo(self.timezone)),
+            timezone=self.timezone,
+            history=conv.slice_for_events(),
+            locale=guess_locale(text),
+        )
+        self.audit.record("turn.started", turn_id=turn_id, host_event_id=event.event_id, event_type=event.event_type,
+                          mode=self.mode, text=text)
+        spoken: list[Speech] = []
+
+        def say(speech: Speech) -> None:
+            spoken.append(speech)
+            emit(speech)
+
+        agent_calls_before = len(self.event_agent.calls) if self.event_agent else 0
+        run = self.kernel.open_batch(conv.session_id, turn_id, context,
+                                     on_result=lambda result: emit(EventOutcome(result)))
+        record = ReplyRecord()
+        first = CallStats(purpose="chat_agent") if self.chat else None
+        path, fault = "llm", None
+        try:
+            if self.chat is None or (self.config.gate_shortcut and self._gate_matches(context)):
+                path = "gate"
+                first = None
+                self._gate(context, run, turn_id, say)
+            else:
+                try:
+                    await self._first_answer(first, text, turn_id, run, record, say)
+                except LLMFault as exc:
+                    fault = exc.code
+                    self.audit.record("llm.fault", turn_id=turn_id, call="chat_agent", code=exc.code,
+                                      message=exc.message)
+                    if exc.unreachable and not record.visible and not run.slots:
+                        path = "gate"
+                        self._gate(context, run, turn_id, say)
+                    else:
+                        say(Speech(1 if not spoken else 2, self.config.fault_line, kind="fault"))
+        finally:
+            run.close()
+        outcome = await run.wait()
+
+        for line in outcome.continuation.lines:
+            say(Speech(2, line, kind="continuation"))
+        second: CallStats | None = None
+        results_text: str | None = None
+        if outcome.continuation.needs_llm:
+            if self.chat is not None and path == "llm":
+                second = CallStats(purpose="follow_up")
+                results_text = await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
+            else:
+                say(Speech(2, self.config.offline_line, kind="offline"))
+        terminated = outcome.continuation.terminate
+        if terminated:
+            conv.terminated = True
+
+        self._remember(text, spoken, results_text)
+        metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, agent_calls_before)
+        self.audit.record("turn.completed", turn_id=turn_id, terminated=terminated, **metrics)
+        emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
+
+    async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
+        chat = self.chat
+        messages = chat.system_messages(events=True) + self.conversation.messages + [{"role": "user", "content": text}]
+        async for item in chat.stream(stats, messages, record, turn_id=turn_id, allow_events=True,
+                                      tools=chat.tools(events=True)):
+            if isinstance(item, Segment):
+                say(Speech(1, item.text, at=item.at))
+            elif isinstance(item, Detected):
+                run.add(item.request, detected_at=item.at)
+                # yield once so the event starts now, even when more stream data is already buffered
+                await asyncio.sleep(0)
+        self._audit_usage(stats, turn_id)
+
+    async def _follow_up(self, stats: CallStats, text: str, turn_id: str, record: ReplyRecord,
+                         outcome: BatchOutcome, spoken: list[Speech], say) -> str:
+        """ONE aggregated follow-up call; it can speak but never start events."""
+        chat = self.chat
+        definitions = self.kernel.definitions
+        follow = outcome.continuation.follow_up
+        compact = compact_results(follow, definitions)
+        sources = _sources(follow)
+        first_answer = " ".join(s.text for s in spoken if s.answer == 1)
+        history = self.conversation.messages + [{"role": "user", "content": text}]
+        if chat.mode == "dual_agent":
+            results_text = results_message(compact)
+            messages = chat.system_messages(events=False) + history + [
+                {"role": "assistant", "content": first_answer or "Let me check."},
+                {"role": "user", "content": results_text},
+            ]
+            tools, tool_choice = None, None
+        else:
+            results_text = results_message(compact)  # what the visible history keeps, same as dual_agent
+            messages = chat.system_messages(events=True) + history + self._tool_protocol(record, outcome,
+                                                                                        first_answer)
+            messages.append({"role": "system", "content": FOLLOW_UP_TOOL_NOTE})
+            tools, tool_choice = chat.tools(events=True), "none"
+        follow_record = ReplyRecord()
+        first_segment = True
+        try:
+            async for item in chat.stream(stats, messages, follow_record, turn_id=turn_id, allow_events=False,
+                                          tools=tools, tool_choice=tool_choice):
+                if isinstance(item, Segment):
+                    say(Speech(2, item.text, sources=sources if first_segment else (), kind="follow_up", at=item.at))
+                    first_segment = False
+            self._audit_usage(stats, turn_id)
+        except LLMFault as exc:
+            self.audit.record("llm.fault", turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
+            if first_segment:
+                say(Speech(2, self.config.fault_line, kind="fault"))
+        self.audit.record("turn.follow_up", turn_id=turn_id, compact=compact,
+                          raw=[r.result for r in follow])  # raw payloads stay in the audit only
+        return results_text
+
+    def _tool_protocol(self, record: ReplyRecord, outcome: BatchOutcome, first_answer: str) -> list[dict[str, Any]]:
+        """chat_agent_tools: the provider-required assistant tool_calls + one tool message per call."""
+        import json
+
+        by_event = {r.event_id: r for r in outcome.results}
+        calls = [{"id": c.call_id, "type": "function",
+                  "function": {"name": c.name, "arguments": json.dumps(c.arguments or {}, ensure_ascii=False)}}
+                 for c in record.tool_calls]
+        messages: list[dict[str, Any]] = [{"role": "assistant", "content": first_answer or None, "tool_calls": calls}]
+        for call in record.tool_calls:
+            result = by_event.get(record.event_ids.get(call.call_id, ""))
+            body = (compact_results([result], self.kernel.definitions)[0] if result is not None
+                    else {"status": "rejected", "error": "unknown tool"})
+            messages.append({"role": "tool", "tool_call_id": call.call_id,
+                             "content": json.dumps(body, ensure_ascii=False)})
+        return messages
+
+    # -- offline gate --------------------------------------------------------------------------------
+
+    def _gate_matches(self, context: ResolveContext):
+        return [d for d in self.kernel.registry if d.gate_match is not None and d.gate_match(context)]
+
+    def _gate(self, context: ResolveContext, run, turn_id: str, say) -> None:
+        """Answer clear device requests deterministically (templated reply, same kernel); anything else: a line."""
+        matched = self._gate_matches(context)
+        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched])
+        if not matched:
+            say(Speech(1, self.config.offline_line, kind="offline"))
+            return
+        for definition in matched:
+            resolved = resolve_deterministic(self.kernel.registry, definition, None, context)
+            if resolved.outcome == "resolved" and definition.gate_reply is not None:
+                say(Speech(1, definition.gate_reply(resolved.arguments, {}), kind="gate"))
+            run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+
+    def _audit_usage(self, stats: CallStats, turn_id: str) -> None:
+        if stats.usage_source != "provider" and self.chat is not None and self.chat.client.include_usage:
+            self.audit.record("llm.usage_missing", turn_id=turn_id, call=stats.purpose,
+                              estimated_prompt_tokens=stats.prompt_tokens,
+                              estimated_completion_tokens=stats.completion_tokens)
+
+    def _remember(self, text: str, spoken: list[Speech], results_text: str | None) -> None:
+        """Visible history only: what the child said, what the toy said, and at most one compact results message."""
+        conv = self.conversation
+        conv.add("user", text)
+        before = " ".join(s.text for s in spoken if s.kind != "follow_up")
+        conv.add("assistant", before)
+        if results_text is not None:
+            conv.add("user", results_text)
+            conv.add("assistant", " ".join(s.text for s in spoken if s.kind == "follow_up"))
+
+    def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, agent_calls_before):
+        now = time.perf_counter()
+        ms = lambda a, b: None if a is None else round((a - b) * 1000, 3)  # noqa: E731
+        agent_calls = self.event_agent.calls[agent_calls_before:] if self.event_agent else []
+        chat_calls = [c for c in (first, second) if c is not None]
+        results: list[EventResult] = list(outcome.results)
+        events = []
+        for result, delay in zip(results, outcome.dispatch_delays_ms):
+            events.append({
+                "name": result.name,
+                "status": result.status.value,
+                "resolution": result.resolution.value if result.resolution else None,
+                "fallback_used": result.fallback_used,
+                "dispatch_delay_ms": delay,
+                "latency_ms": round(result.timings.total_ms, 3),
+            })
+        resolved = [r for r in results if r.resolution is not None]
+        deterministic = [r for r in resolved if r.resolution is not ResolutionPath.LLM_FALLBACK and not r.fallback_used]
+        first_speech = next((s.at for s in spoken), None)
+        second_speech = next((s.at for s in spoken if s.answer == 2), None)
+        return {
+            "mode": self.mode,
+            "path": path,
+            "fault": fault,
+            "llm_calls": len(chat_calls) + len(agent_calls),
+            "chat_calls": len(chat_calls),
+            "first_answer": first.as_dict() if first else None,
+            "second_answer": second.as_dict() if second else None,
+            "first_speech_ms": ms(first_speech, t0),
+            "second_speech_ms": ms(second_speech, t0),
+            "prompt_tokens": sum(c.prompt_tokens for c in chat_calls),
+            "completion_tokens": sum(c.completion_tokens for c in chat_calls),
+            "event_agent": {"calls": len(agent_calls),
+                            "tokens": sum(c.prompt_tokens + c.completion_tokens for c in agent_calls)},
+            "events": events,
+            "dropped_events": list(outcome.dropped),
+            "deterministic_hits": len(deterministic),
+            "deterministic_hit_rate": round(len(deterministic) / len(resolved), 3) if resolved else None,
+            "dispatch_delay_ms_max": max(outcome.dispatch_delays_ms, default=None),
+            "total_ms": round((now - t0) * 1000, 3),
+        }
+
+
+def _sources(results) -> tuple[dict[str, str], ...]:
+    """Source titles/urls of follow-up results, for clients that can show them."""
+    seen: dict[str, dict[str, str]] = {}
+    for result in results:
+        for hit in result.result.get("evidence", []) or []:
+            url = hit.get("url")
+            if url and url not in seen:
+                seen[url] = {"title": hit.get("title", ""), "url": url}
+    return tuple(seen.values())
