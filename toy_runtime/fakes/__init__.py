@@ -1,0 +1,26 @@
+"""In-memory implementations of the ports, shipped in the package for tests, demos and `events resolve`."""
+
+from __future__ import annotations
+
+from ..ports.clock import Clock
+from ..signals import SignalBus
+from .calendar import MemoryCalendarStore
+from .device import MemoryMixer, MemorySessionControl
+from .search import StaticSearch
+
+
+def memory_ports(*, signals: SignalBus | None = None, clock: Clock | None = None, volume_step: int = 10):
+    """PluginPorts backed entirely by in-memory fakes (a fresh set on every call)."""
+    from ..plugins import PluginPorts  # imported here: plugins must not depend on fakes, only the reverse
+
+    return PluginPorts(
+        session=MemorySessionControl(),
+        mixer=MemoryMixer(),
+        calendar=MemoryCalendarStore(clock),
+        search=StaticSearch(clock=clock),
+        signals=signals,
+        volume_step=volume_step,
+    )
+
+
+__all__ = ["MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "StaticSearch", "memory_ports"]

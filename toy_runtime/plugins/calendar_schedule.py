@@ -1,0 +1,379 @@
+"""`calendar.schedule.create`: add a reminder/calendar entry at a precise future time through the CalendarStore port.
+
+Arguments: `title`, RFC3339 `start_at` with an offset, IANA `timezone`, optional `recurrence`
+({"frequency": "daily" | "weekdays"} or {"frequency": "weekly", "days": ["MO", "WE"]}), optional
+`reminder_minutes` >= 0 (advance warning). Times come from structured values or from the utterance via
+`timeparse` against the captured request time and zone; vague times are never guessed (→ clarification).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Any, Mapping
+
+from ..events.definition import EventDefinition, ExecutionContext, Resolution, ResolveContext
+from ..events.model import ResultPolicy, Risk
+from ..ports.calendar import CalendarStore, ScheduleRequest
+from .numbers import parse_number
+from .text import blank_spans, collapse_spaces, has_cjk, wants_chinese
+from .timeparse import (
+    WEEKDAY_CODES,
+    is_after,
+    localize,
+    normalize_text,
+    parse_iso,
+    parse_recurrence,
+    parse_reminder_offset,
+    parse_when,
+    rfc3339,
+    zone_of,
+)
+
+NAME = "calendar.schedule.create"
+TOOL_NAME = "add_schedule"
+MAX_TITLE = 200
+MAX_REMINDER_MINUTES = 7 * 24 * 60
+
+_RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE, "pattern": r"\S",
+                  "description": "What to remind the user about, e.g. 'brush my teeth'."},
+        "start_at": {"type": "string", "pattern": _RFC3339,
+                     "description": "RFC3339 date-time with offset, e.g. 2026-12-01T07:00:00+08:00."},
+        "timezone": {"type": "string", "minLength": 1, "pattern": r"^[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*$",
+                     "description": "IANA time zone, e.g. Asia/Shanghai."},
+        "recurrence": {
+            "type": "object",
+            "properties": {
+                "frequency": {"type": "string", "enum": ["daily", "weekly", "weekdays"]},
+                "days": {"type": "array", "items": {"type": "string", "enum": list(WEEKDAY_CODES)},
+                         "minItems": 1, "maxItems": 7, "uniqueItems": True},
+            },
+            "required": ["frequency"],
+            "additionalProperties": False,
+            "if": {"properties": {"frequency": {"const": "weekly"}}},
+            "then": {"required": ["days"]},
+            "else": {"not": {"required": ["days"]}},
+            "description": "Optional repeat rule; weekly needs days like ['MO', 'WE'].",
+        },
+        "reminder_minutes": {"type": "integer", "minimum": 0, "maximum": MAX_REMINDER_MINUTES,
+                             "description": "Optional advance warning in minutes."},
+    },
+    "required": ["title", "start_at", "timezone"],
+    "additionalProperties": False,
+}
+
+_DAY_NAMES = {"mo": "MO", "mon": "MO", "monday": "MO", "tu": "TU", "tue": "TU", "tues": "TU", "tuesday": "TU",
+              "we": "WE", "wed": "WE", "wednesday": "WE", "th": "TH", "thu": "TH", "thur": "TH", "thurs": "TH",
+              "thursday": "TH", "fr": "FR", "fri": "FR", "friday": "FR", "sa": "SA", "sat": "SA", "saturday": "SA",
+              "su": "SU", "sun": "SU", "sunday": "SU"}
+
+# words around the title that are not part of it
+_EN_LEAD = re.compile(
+    r"^(?:(?:hey|hi|ok|okay|so|um|uh|please|and|also|then|to|about|for|that|of)\b[\s,!]*"
+    r"|(?:can|could|would|will)\s+you\s+"
+    r"|(?:remind|tell|ping|alert)\s+me\b"
+    r"|i\s+(?:need|have|want)\s+to\b"
+    r"|(?:set|make|create|add|put)\s+(?:up\s+)?(?:a|an|my)?\s*(?:reminder|alarm|schedule|event|entry|appointment)\b"
+    r"|schedule\b|remember\s+to\b|don'?t\s+let\s+me\s+forget(?:\s+to)?\b)\s*", re.IGNORECASE)
+# where the activity starts in a longer request ("turn it up and remind me to X" → "X")
+_EN_MARKER = re.compile(r"\b(?:remind|tell|ping|alert)\s+me\s+(?:to|about|of|that)\b|\bdon'?t\s+let\s+me\s+forget"
+                        r"(?:\s+to)?\b|\bremember\s+to\b|\breminder\s+(?:to|about|for)\b", re.IGNORECASE)
+_ZH_MARKER = re.compile(r"提醒我|叫我|喊我|通知我|的提醒[:：]?")
+_EN_WAKE = re.compile(r"^(?:please\s+)?wake\s+me(?:\s+up)?\b", re.IGNORECASE)
+_EN_TRAIL = re.compile(r"(?:[\s,;:]*(?:please|thanks|thank\s+you|for\s+me|ok|okay|and)\b)+[\s.!?,;:]*$"
+                       r"|[\s.!?,;:]+$", re.IGNORECASE)
+_ZH_FILLER = re.compile(r"请|麻烦你?|帮我|给我|记得|记住|别忘了|提醒我|提醒一下|叫我|喊我|通知我|让我"
+                        r"|(?:设置?|定|加|添加|建|创建)(?:一?个)?的?(?:提醒|日程|闹钟|事项)|的提醒[:：]?")
+_ZH_LEAD = re.compile(r"^(?:[的要:：,，、\s]|一下|提醒)+")
+_ZH_TRAIL = re.compile(r"(?:吧|哦|啊|呀|哈|嘛|一下|好吗|好不好|可以吗|行吗|谢谢|了|[。！!？?,，、;；:：\s])+$")
+
+_EN_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+              "November", "December")
+_ZH_WEEKDAY_NAMES = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
+
+
+class _Invalid(ValueError):
+    """A proposed value that cannot be used; `code` is the error code to report."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- titles ------------------------------------------------------------------------------------------
+
+def extract_title(text: str, spans=()) -> str:
+    """The activity in an utterance once the time words (`spans` of `normalize_text(text)`) are removed.
+
+    "remind me to brush my teeth tomorrow at 7 am" → "brush my teeth"; "明天早上7点提醒我刷牙" → "刷牙".
+    """
+    s = blank_spans(normalize_text(text), spans)
+    marker = _ZH_MARKER if has_cjk(s) else _EN_MARKER
+    found = list(marker.finditer(s))
+    if found and s[found[-1].end():].strip(" ,.!?;:，。！？；：、吧一下"):
+        s = s[found[-1].end():]  # the words after the last "remind me to" are the activity
+    if has_cjk(s):
+        s = collapse_spaces(_ZH_FILLER.sub(" ", collapse_spaces(s)))
+        s = _ZH_TRAIL.sub("", _ZH_LEAD.sub("", s))
+        return collapse_spaces(s)[:MAX_TITLE]
+    s = collapse_spaces(s)
+    s = _EN_WAKE.sub("wake up", s)
+    previous = None
+    while previous != s:
+        previous = s
+        s = _EN_LEAD.sub("", s, count=1).strip(" ,;:")
+        s = _EN_TRAIL.sub("", s).strip()
+    return s[:MAX_TITLE]
+
+
+# -- structured values --------------------------------------------------------------------------------
+
+def _recurrence(raw: Any) -> dict[str, Any] | None:
+    if raw in ("", {}, "none", "once"):
+        return None
+    if isinstance(raw, str):
+        parsed, _ = parse_recurrence(raw)
+        if parsed is None:
+            raise _Invalid("invalid_recurrence", f"unsupported recurrence {raw!r}")
+        return parsed
+    if not isinstance(raw, Mapping):
+        raise _Invalid("invalid_recurrence", "recurrence must be an object")
+    frequency = str(raw.get("frequency", "")).strip().lower()
+    if frequency in ("", "none", "once"):
+        return None
+    if frequency not in ("daily", "weekly", "weekdays"):
+        raise _Invalid("invalid_recurrence", f"unsupported recurrence frequency {frequency!r}")
+    if frequency != "weekly":
+        return {"frequency": frequency}
+    days = raw.get("days") or []
+    if isinstance(days, str):
+        days = re.split(r"[\s,;]+", days.strip())
+    codes = set()
+    for day in days:
+        code = _DAY_NAMES.get(str(day).strip().lower())
+        if code is None:
+            raise _Invalid("invalid_recurrence", f"unknown weekday {day!r}")
+        codes.add(code)
+    return {"frequency": "weekly", "days": [c for c in WEEKDAY_CODES if c in codes]}
+
+
+def _reminder(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise _Invalid("invalid_reminder", "reminder_minutes must be a number of minutes")
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)
+    if isinstance(raw, str):
+        raw = parse_number(raw.strip().removesuffix("minutes").removesuffix("分钟").strip())
+    if not isinstance(raw, int) or not 0 <= raw <= MAX_REMINDER_MINUTES:
+        raise _Invalid("invalid_reminder", f"reminder_minutes must be 0..{MAX_REMINDER_MINUTES}")
+    return raw
+
+
+def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime | None, str | None]:
+    """A proposed start → (aware datetime, None) | (None, day phrase of a vague value)."""
+    zone = zone_of(tz)
+    if isinstance(raw, datetime):
+        return (raw.astimezone(zone) if raw.tzinfo else raw.replace(tzinfo=zone)), None
+    text = str(raw).strip()
+    when = parse_iso(text, zone)
+    if when is not None:
+        return when, None
+    if re.match(r"^\d{4}-\d{2}-\d{2}(?:[T ]|$)", text):
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return None, None  # a date without a time: ask for the time
+        raise _Invalid("invalid_time", f"start_at {text!r} is not an RFC3339 date-time")
+    match = parse_when(text, ctx.request_time, tz, weekdays=weekdays)
+    return match.when, match.day_phrase
+
+
+# -- resolver ------------------------------------------------------------------------------------------
+
+def _time_question(chinese: bool, day_phrase: str | None) -> str:
+    if chinese:
+        return f"{day_phrase}几点提醒你？" if day_phrase and has_cjk(day_phrase) else "你想让我几点提醒你？"
+    if day_phrase and not has_cjk(day_phrase):
+        return f"What time {day_phrase} should I remind you?"
+    return "What time should I remind you?"
+
+
+def _weekdays_of(recurrence: Mapping[str, Any] | None) -> set[int] | None:
+    if not recurrence:
+        return None
+    if recurrence["frequency"] == "weekdays":
+        return {0, 1, 2, 3, 4}
+    if recurrence["frequency"] == "weekly" and recurrence.get("days"):
+        return {WEEKDAY_CODES.index(d) for d in recurrence["days"]}
+    return None
+
+
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+    """Structured values first; missing pieces from the utterance; vague or absent time → clarification."""
+    given = {k: v for k, v in (proposed or {}).items() if v is not None}
+    utterance = normalize_text(ctx.utterance)
+    title_given = collapse_spaces(str(given["title"]))[:MAX_TITLE] if "title" in given else ""
+    chinese = has_cjk(title_given) or wants_chinese(utterance, ctx.locale)
+
+    tz = str(given.get("timezone") or ctx.timezone).strip()
+    try:
+        zone_of(tz)
+    except ValueError:
+        return Resolution(arguments={}, error=f"unknown time zone {tz!r}", error_code="unknown_timezone")
+    args: dict[str, Any] = {"timezone": tz}
+
+    try:
+        if "recurrence" in given:
+            recurrence, rec_spans = _recurrence(given["recurrence"]), ()
+        else:
+            recurrence, rec_spans = parse_recurrence(utterance)
+        if "reminder_minutes" in given:
+            reminder, rem_spans = _reminder(given["reminder_minutes"]), ()
+        else:
+            reminder, rem_spans = parse_reminder_offset(utterance)
+        # the utterance is always read: its time words must not end up in the title
+        spoken = parse_when(blank_spans(utterance, rec_spans + rem_spans), ctx.request_time, tz,
+                            weekdays=_weekdays_of(recurrence))
+        if "start_at" in given:
+            when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence))
+        else:
+            when, day_phrase = spoken.when, spoken.day_phrase
+    except _Invalid as exc:
+        return Resolution(arguments=args, error=str(exc), error_code=exc.code)
+
+    title = title_given or extract_title(utterance, rec_spans + rem_spans + spoken.spans)
+    if title:
+        args["title"] = title
+    if recurrence is not None:
+        args["recurrence"] = recurrence
+    if reminder is not None:
+        args["reminder_minutes"] = reminder
+
+    if when is None:
+        # a time that was said but is not precise is "ambiguous"; no time at all is "missing"
+        vague = True if "start_at" in given else spoken.vague
+        if not title:
+            question = "要提醒你什么，什么时候提醒？" if chinese else "What should I remind you about, and when?"
+        else:
+            question = _time_question(chinese, day_phrase)
+        return Resolution(arguments=args, missing=(() if title else ("title",)) + (() if vague else ("start_at",)),
+                          ambiguous=("start_at",) if vague else (), question=question)
+    zone = zone_of(tz)
+    when = when.astimezone(zone)
+    allowed = _weekdays_of(recurrence)
+    if allowed and when.weekday() not in allowed:
+        # "starting tomorrow, every Monday": the first occurrence is the first rule day on or after the start
+        day = when.date()
+        while day.weekday() not in allowed:
+            day += timedelta(days=1)
+        when = localize(day, when.hour, when.minute, zone)
+    if not is_after(when, ctx.request_time):
+        return Resolution(arguments=args, error=f"{rfc3339(when)} is already in the past", error_code="past_time",
+                          question=_time_question(chinese, None))
+    args["start_at"] = rfc3339(when)
+    if recurrence is not None and recurrence["frequency"] == "weekly" and not recurrence.get("days"):
+        args["recurrence"] = {"frequency": "weekly", "days": [WEEKDAY_CODES[when.weekday()]]}
+    if not title:
+        return Resolution(arguments=args, missing=("title",),
+                          question="要提醒你什么呢？" if chinese else "What should I remind you about?")
+    return Resolution(arguments=args)
+
+
+# -- spoken confirmation ---------------------------------------------------------------------------------
+
+def _clock_en(when: datetime) -> str:
+    hour = when.hour % 12 or 12
+    return f"{hour}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'}"
+
+
+def _clock_zh(when: datetime) -> str:
+    h = when.hour
+    part = "凌晨" if h < 6 else "上午" if h < 12 else "中午" if h == 12 else "下午" if h < 18 else "晚上"
+    return f"{part}{h % 12 or 12}:{when.minute:02d}"
+
+
+def _date_en(when: datetime) -> str:
+    return f"{_EN_WEEKDAY_NAMES[when.weekday()]}, {_EN_MONTHS[when.month - 1]} {when.day}"
+
+
+def _join_en(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """The deterministic spoken confirmation with the normalized date, time and title.
+
+    English: "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
+    Chinese (a Chinese title): "好的，12月1日 上午7:00 提醒你：刷牙。"
+    """
+    title = str(arguments.get("title") or result.get("title") or "")
+    when = datetime.fromisoformat(str(arguments.get("start_at") or result["start_at"]))
+    recurrence = arguments.get("recurrence") or result.get("recurrence")
+    frequency = recurrence.get("frequency") if recurrence else None
+    if has_cjk(title):
+        day = f"{when.month}月{when.day}日"
+        if frequency == "daily":
+            return f"好的，每天 {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
+        if frequency == "weekdays":
+            return f"好的，每个工作日 {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
+        if frequency == "weekly":
+            days = "、".join(_ZH_WEEKDAY_NAMES[WEEKDAY_CODES.index(d)] for d in recurrence.get("days", []))
+            return f"好的，每{days} {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
+        return f"好的，{day} {_clock_zh(when)} 提醒你：{title}。"
+    if frequency == "daily":
+        repeat = "every day"
+    elif frequency == "weekdays":
+        repeat = "every weekday"
+    elif frequency == "weekly":
+        repeat = "every " + _join_en([_EN_WEEKDAY_NAMES[WEEKDAY_CODES.index(d)] for d in recurrence.get("days", [])])
+    else:
+        return f"OK, I'll remind you to {title} on {_date_en(when)} at {_clock_en(when)}."
+    return f"OK, I'll remind you to {title} {repeat} at {_clock_en(when)}, starting {_date_en(when)}."
+
+
+def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    """A short corrective line when the schedule was rejected or could not be stored."""
+    chinese = has_cjk(str(arguments.get("title", "")))
+    code = info.get("code")
+    if code == "past_time":
+        return "这个时间已经过去了，要改到什么时候？" if chinese else "That time has already passed. When should I remind you?"
+    if code == "unknown_timezone":
+        return "抱歉，我不认识这个时区。" if chinese else "Sorry, I don't know that time zone."
+    return "抱歉，我没能添加这个提醒。" if chinese else "Sorry, I couldn't add that reminder."
+
+
+def definition(store: CalendarStore) -> EventDefinition:
+    """The plugin definition bound to a CalendarStore port."""
+
+    async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
+        request = ScheduleRequest(
+            title=arguments["title"],
+            start_at=datetime.fromisoformat(arguments["start_at"]),
+            timezone=arguments["timezone"],
+            recurrence=arguments.get("recurrence"),
+            reminder_minutes=arguments.get("reminder_minutes", 0),
+        )
+        entry, created = await store.create(request, ctx.idempotency_key)
+        return {**entry.as_dict(), "created": created}
+
+    return EventDefinition(
+        name=NAME,
+        version=1,
+        tool_name=TOOL_NAME,
+        description="Create a reminder or calendar entry at a specific future time, optionally repeating.",
+        schema=SCHEMA,
+        resolver=resolve,
+        handler=handle,
+        result_policy=ResultPolicy.TEMPLATE_FOLLOW_UP,
+        llm_fallback=True,
+        risk=Risk.MEDIUM,
+        idempotent=True,
+        concurrency_class="calendar.write",
+        timeout_s=3.0,
+        success_template=confirmation,
+        failure_template=failure_line,
+        tags=frozenset({"builtin", "calendar"}),
+    )

@@ -1,0 +1,34 @@
+"""Small text helpers shared by the built-in resolvers."""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_WIDE = r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]"  # CJK ideographs and full-width punctuation
+_SPACE_NEAR_CJK = re.compile(rf"(?<={_WIDE})\s+|\s+(?={_WIDE})")
+
+
+def has_cjk(text: str | None) -> bool:
+    """True when `text` contains Chinese characters (used to answer in Chinese)."""
+    return bool(text) and _CJK.search(text) is not None
+
+
+def collapse_spaces(text: str) -> str:
+    """Trim and collapse runs of whitespace; drop spaces next to Chinese characters and punctuation."""
+    return _SPACE_NEAR_CJK.sub("", " ".join(text.split()))
+
+
+def blank_spans(text: str, spans) -> str:
+    """`text` with each [start, end) span replaced by spaces (positions stay valid for later spans)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def wants_chinese(utterance: str | None, locale: str = "en") -> bool:
+    """Reply in Chinese when the user spoke Chinese, or when there are no words and the locale is Chinese."""
+    if utterance and utterance.strip():
+        return has_cjk(utterance)
+    return locale.lower().startswith("zh")

@@ -1,0 +1,137 @@
+"""`knowledge.web.search`: look up current or external facts through the SearchProvider port.
+
+Read-only, so the kernel may retry a transient failure once. The result goes back to ChatAgent for ONE follow-up
+answer; `summarize` makes the compact view (query, a few trimmed snippets with titles and urls) that enters it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ..events.definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
+from ..events.model import ResultPolicy, Risk
+from ..ports.search import SearchError, SearchProvider
+from .numbers import parse_number
+from .text import collapse_spaces, wants_chinese
+
+NAME = "knowledge.web.search"
+TOOL_NAME = "web_search"
+MAX_QUERY = 300
+MAX_RESULTS = 5
+DEFAULT_RESULTS = 3
+SUMMARY_HITS = 3
+SNIPPET_CHARS = 300
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY, "pattern": r"\S",
+                  "description": "A focused search query built from the user's question."},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
+                        "description": "How many sources to fetch (1-5)."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+_EN_FILLER = re.compile(
+    r"^(?:(?:hey|hi|ok|okay|so|well|um|uh|please)\b[\s,!]*"
+    r"|(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+    r"|(?:search|look|google|check)(?:\s+(?:the\s+)?(?:web|internet|online))?(?:\s+(?:for|up|on|about))?\b"
+    r"|find\s+out(?:\s+about)?\b|tell\s+me(?:\s+about)?\b|i\s+(?:want|would\s+like)\s+to\s+know(?:\s+about)?\b"
+    r"|do\s+you\s+know\b|what'?s\b|what\s+is\b)[\s,]*", re.IGNORECASE)
+_EN_TRAIL = re.compile(r"(?:\s+(?:for\s+me|please|online|on\s+the\s+(?:web|internet)))+\s*$|[\s?.!,]+$", re.IGNORECASE)
+_ZH_FILLER = re.compile(r"^(?:请|麻烦你?|你|帮我|给我|帮忙|能不能|能|可以|可不可以|上网|在网上|网上"
+                        r"|搜索一下|查询一下|查找一下|查一下|搜一下|查查|搜搜|搜索|查询|查找|看看|一下)+")
+_ZH_TRAIL = re.compile(r"(?:吧|呢|吗|啊|呀|一下|[？?。！!，,\s])+$")
+
+
+def clean_query(text: str) -> str:
+    """Strip request filler ("can you search", "look up", "帮我查一下") from a user's words, keep the question."""
+    s = collapse_spaces(text or "")
+    previous = None
+    while previous != s:
+        previous = s
+        s = _EN_FILLER.sub("", s, count=1)
+        s = _ZH_FILLER.sub("", s)
+        s = _EN_TRAIL.sub("", s)
+        s = _ZH_TRAIL.sub("", s).strip()
+    return s[:MAX_QUERY]
+
+
+def _latest_user_words(ctx: ResolveContext) -> str:
+    if ctx.utterance and ctx.utterance.strip():
+        return ctx.utterance
+    for turn in reversed(ctx.history):
+        if turn.get("role") == "user" and str(turn.get("content", "")).strip():
+            return str(turn["content"])
+    return ""
+
+
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+    """The provider's query (tidied) or one derived from the latest user request; max_results clamped to 1..5."""
+    given = proposed or {}
+    query = collapse_spaces(str(given["query"]))[:MAX_QUERY] if given.get("query") is not None else ""
+    if not query:
+        query = clean_query(_latest_user_words(ctx))
+    args: dict[str, Any] = {}
+    raw = given.get("max_results")
+    if raw is not None and not isinstance(raw, bool):
+        number = raw if isinstance(raw, int) else parse_number(str(raw))
+        if number is not None:
+            args["max_results"] = max(1, min(MAX_RESULTS, int(number)))  # read-only: clamping is harmless
+    if not query:
+        question = "你想让我查什么？" if wants_chinese(ctx.utterance, ctx.locale) else "What should I look up?"
+        return Resolution(arguments=args, missing=("query",), question=question)
+    return Resolution(arguments={"query": query, **args})
+
+
+def _trim(text: str, limit: int) -> str:
+    text = collapse_spaces(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
+
+
+def summarize(result: Mapping[str, Any], *, max_hits: int = SUMMARY_HITS, max_chars: int = SNIPPET_CHARS) -> dict:
+    """The compact view of a search result for the follow-up ChatAgent call (raw payload stays in audit)."""
+    evidence = [
+        {"title": _trim(str(hit.get("title", "")), 120), "url": str(hit.get("url", "")),
+         "snippet": _trim(str(hit.get("snippet", "")), max_chars)}
+        for hit in list(result.get("evidence") or [])[:max_hits]
+    ]
+    return {"query": result.get("query"), "evidence": evidence, "retrieved_at": result.get("retrieved_at")}
+
+
+def definition(search: SearchProvider) -> EventDefinition:
+    """The plugin definition bound to a SearchProvider port."""
+
+    async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
+        try:
+            result = await search.search(arguments["query"], arguments.get("max_results", DEFAULT_RESULTS))
+        except SearchError as exc:
+            raise EventFailure("search_failed", str(exc), {"transient": exc.transient}) from exc
+        return result.as_dict()
+
+    return EventDefinition(
+        name=NAME,
+        version=1,
+        tool_name=TOOL_NAME,
+        description="Search the web for current or external facts needed to answer the user.",
+        schema=SCHEMA,
+        resolver=resolve,
+        handler=handle,
+        result_policy=ResultPolicy.LLM_FOLLOW_UP,
+        llm_fallback=True,
+        risk=Risk.LOW,
+        idempotent=True,
+        read_only=True,
+        concurrency_class=None,
+        timeout_s=4.0,  # two attempts (one retry) stay inside the 10 s batch deadline,
+        retries=1,
+        summarize=summarize,
+        tags=frozenset({"builtin", "knowledge"}),
+    )
