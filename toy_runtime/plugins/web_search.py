@@ -130,7 +130,7 @@ def definition(search: SearchProvider) -> EventDefinition:
         idempotent=True,
         read_only=True,
         concurrency_class=None,
-        timeout_s=4.0,  # two attempts (one retry) stay inside the 10 s batch deadline,
+        timeout_s=4.0,  # two attempts (one retry) stay inside the 10 s batch deadline
         retries=1,
         summarize=summarize,
         tags=frozenset({"builtin", "knowledge"}),
