@@ -368,3 +368,21 @@ async def test_gate_shortcut_skips_the_llm_for_clear_requests(llm_server, make_h
     turn = await h.turn("unmute")
     assert llm_server.requests == [] and turn.metrics["path"] == "gate"
     assert turn.events[0].arguments == {"mode": "unmute"}
+
+
+async def test_deterministic_lines_follow_the_childs_language(make_harness):
+    h = make_harness(mode="dual_agent", base_url=None)
+    turn = await h.turn("把音量调到30")
+    assert turn.speech(answer=1) == ["好的，音量调到30。"]
+    bye = await h.turn("再见")
+    assert bye.speech(answer=1) == ["拜拜，下次再聊！"] and bye.end.terminated
+
+
+async def test_chinese_schedule_confirmation(llm_server, make_harness):
+    llm_server.add(Reply(text="好的！<agent_events>calendar.schedule.create</agent_events>"))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    turn = await h.turn("十分钟后提醒我喝水")
+    [event] = turn.events
+    assert event.status is EventStatus.SUCCEEDED
+    [line] = turn.speech(answer=2)
+    assert line.startswith("好的，") and "提醒你" in line

@@ -36,18 +36,23 @@ class Continuation:
         }
 
 
-def _failure_line(definition: EventDefinition, result: EventResult) -> str:
+def _failure_line(definition: EventDefinition, result: EventResult, locale: str) -> str:
     if definition.failure_template is not None:
         try:
             return definition.failure_template(result.arguments, {"error": result.error, "code": result.error_code,
-                                                                  "status": result.status.value, **result.result})
+                                                                  "status": result.status.value, **result.result,
+                                                                  "locale": locale})
         except Exception:  # a broken template must not lose the correction
             pass
     return GENERIC_FAILURE_LINE
 
 
-def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefinition]) -> Continuation:
-    """Deterministic lines first (in input order), then at most one follow-up; terminate suppresses the follow-up."""
+def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefinition],
+              locale: str = "en") -> Continuation:
+    """Deterministic lines first (in input order), then at most one follow-up; terminate suppresses the follow-up.
+
+    Templates receive the session locale as `info["locale"]` so lines come out in the child's language.
+    """
     lines: list[str] = []
     follow_up: list[EventResult] = []
     terminate = False
@@ -65,12 +70,12 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
             follow_up.append(result)  # success and failure both get a natural second message
             continue
         if status is not EventStatus.SUCCEEDED:
-            lines.append(_failure_line(definition, result))
+            lines.append(_failure_line(definition, result, locale))
             continue
         if policy is ResultPolicy.TERMINATE:
             terminate = True
         elif policy is ResultPolicy.TEMPLATE_FOLLOW_UP and definition.success_template is not None:
-            lines.append(definition.success_template(result.arguments, result.result))
+            lines.append(definition.success_template(result.arguments, {**result.result, "locale": locale}))
     if terminate:
         follow_up = []
     # de-duplicate identical lines (e.g. two failing events with the same generic correction)

@@ -202,7 +202,7 @@ class BatchRun:
             self._publish(slot, result)
             results.append(result)
 
-        continuation = aggregate(results, self.kernel.definitions)
+        continuation = aggregate(results, self.kernel.definitions, self.context.locale)
         elapsed = (time.perf_counter() - self.t0) * 1000
         delays = tuple(round(((s.started or s.detected_at) - s.detected_at) * 1000, 3) for s in self.slots)
         self.audit.record("batch.completed", turn_id=self.turn_id, events=[r.name for r in results],

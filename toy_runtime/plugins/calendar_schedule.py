@@ -313,7 +313,7 @@ def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str
     when = datetime.fromisoformat(str(arguments.get("start_at") or result["start_at"]))
     recurrence = arguments.get("recurrence") or result.get("recurrence")
     frequency = recurrence.get("frequency") if recurrence else None
-    if has_cjk(title):
+    if has_cjk(title) or result.get("locale") == "zh":
         day = f"{when.month}月{when.day}日"
         if frequency == "daily":
             return f"好的，每天 {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
@@ -336,7 +336,7 @@ def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str
 
 def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     """A short corrective line when the schedule was rejected or could not be stored."""
-    chinese = has_cjk(str(arguments.get("title", "")))
+    chinese = has_cjk(str(arguments.get("title", ""))) or info.get("locale") == "zh"
     code = info.get("code")
     if code == "past_time":
         return "这个时间已经过去了，要改到什么时候？" if chinese else "That time has already passed. When should I remind you?"

@@ -273,6 +273,12 @@ def gate_match(ctx: ResolveContext) -> bool:
 def gate_reply(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The templated acknowledgement spoken by the offline gate before the change runs."""
     mode = arguments.get("mode")
+    if result.get("locale") == "zh":
+        if mode == "absolute":
+            return f"好的，音量调到{arguments.get('value')}。"
+        if mode == "relative":
+            return "好的，大声一点。" if arguments.get("delta", 0) > 0 else "好的，小声一点。"
+        return "好的，静音了。" if mode == "mute" else "好的，声音回来了。"
     if mode == "absolute":
         return f"Okay, volume {arguments.get('value')}."
     if mode == "relative":
@@ -282,9 +288,10 @@ def gate_reply(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
 
 def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     """A short corrective line after a rejected or failed change."""
+    chinese = info.get("locale") == "zh"
     if info.get("code") == "out_of_range":
-        return OUT_OF_RANGE_EN
-    return FAILURE_EN
+        return "音量只能在0到100之间哦。" if chinese else OUT_OF_RANGE_EN
+    return "抱歉，我没能调音量。" if chinese else FAILURE_EN
 
 
 def _clamp(level: int) -> int:

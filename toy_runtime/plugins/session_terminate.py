@@ -53,12 +53,12 @@ def gate_match(ctx: ResolveContext) -> bool:
 
 def gate_reply(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The farewell the offline gate speaks before ending the session."""
-    return "Bye bye! Talk to you soon."
+    return "拜拜，下次再聊！" if result.get("locale") == "zh" else "Bye bye! Talk to you soon."
 
 
 def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     """Spoken when ending the session failed, so the toy does not pretend it left."""
-    return "Sorry, I couldn't end our chat just now."
+    return "抱歉，我现在没能结束聊天。" if info.get("locale") == "zh" else "Sorry, I couldn't end our chat just now."
 
 
 def definition(session: SessionControl) -> EventDefinition:

@@ -235,7 +235,7 @@ class TurnRunner:
         for definition in matched:
             resolved = resolve_deterministic(self.kernel.registry, definition, None, context)
             if resolved.outcome == "resolved" and definition.gate_reply is not None:
-                say(Speech(1, definition.gate_reply(resolved.arguments, {}), kind="gate"))
+                say(Speech(1, definition.gate_reply(resolved.arguments, {"locale": context.locale}), kind="gate"))
             run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
 
     # -- bookkeeping ---------------------------------------------------------------------------------
