@@ -1,0 +1,247 @@
+"""BridgeClient/FirmwareClient against a real mosquitto: delivery, retained mirror, bad payloads, reconnects,
+outage queueing, last will, MQTT 3.1.1 and TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from firmware_bridge import protocol as p
+from firmware_bridge.client import BridgeClient, ConnectionState
+from firmware_bridge.firmware import FirmwareClient
+from toy_runtime.testing.broker import MosquittoBroker, make_test_certs
+
+from .conftest import make_config, start_broker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_button_reaches_runtime_and_state_reaches_firmware(runtime: BridgeClient, firmware: FirmwareClient):
+    assert await firmware.next_presence() is True  # the runtime announced itself (retained)
+    await firmware.press("press")
+    button = await asyncio.wait_for(runtime.next_button(), 5)
+    assert (button.action, button.button, button.seq) == ("press", "talk", 1)
+    assert await runtime.publish_state("listening", session_id="s1") is True
+    state = await asyncio.wait_for(firmware.next_state(), 5)
+    assert (state.state, state.session_id) == ("listening", "s1")
+
+
+async def test_firmware_status_is_delivered_and_remembered(runtime: BridgeClient, firmware: FirmwareClient):
+    await firmware.send_status(37, charging=True, firmware_version="2.0.1")
+    status = await asyncio.wait_for(runtime.statuses().__anext__(), 5)
+    assert (status.battery_pct, status.charging, status.firmware_version) == (37, True, "2.0.1")
+    assert runtime.last_status == status
+
+
+async def test_retained_volume_reaches_a_late_subscriber(broker: MosquittoBroker, runtime: BridgeClient, endpoints):
+    await runtime.publish_volume(30, muted=True, event_id="ev-7")
+    await runtime.publish_volume(35, muted=False, event_id="ev-8")
+    await asyncio.sleep(0.1)  # let the broker store it; the late subscriber must get only the newest
+    late = await endpoints(FirmwareClient(make_config(broker.url)))
+    volume = await asyncio.wait_for(late.next_volume(), 5)
+    assert (volume.level, volume.muted, volume.event_id) == (35, False, "ev-8")
+
+
+async def test_bad_payloads_are_dropped_and_the_loop_keeps_working(runtime: BridgeClient, firmware: FirmwareClient):
+    await firmware.send_raw(p.BUTTON, b"{not json")
+    await firmware.send_raw(p.BUTTON, b'{"v":2,"action":"press"}')
+    await firmware.send_raw(p.BUTTON, b'{"v":1,"action":"double_click"}')
+    await firmware.send_raw(p.BUTTON, b"[]")
+    await firmware.send_raw(p.FIRMWARE_STATUS, b'{"v":1,"battery_pct":300}')
+    await firmware.press("release")
+    button = await asyncio.wait_for(runtime.next_button(), 5)
+    assert button.action == "release"  # the only good one
+    assert runtime.stats.malformed == 5
+    assert runtime.state is ConnectionState.CONNECTED
+
+
+async def test_retained_buttons_and_commands_are_never_replayed(broker: MosquittoBroker, endpoints, wire):
+    stray = wire()
+    stray.publish("toy/toy1/button", p.encode(p.ButtonEvent(action="press")), retain=True)
+    stray.publish("toy/toy1/command", {"v": 1, "command_id": "c1", "name": "session.end", "actor": "app"}, retain=True)
+    runtime = await endpoints(BridgeClient(make_config(broker.url)))
+    firmware = await endpoints(FirmwareClient(make_config(broker.url)))
+    await firmware.press("release")
+    assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "release"
+    assert runtime.stats.ignored == 2
+
+
+async def test_bad_command_with_an_id_is_answered_invalid(broker: MosquittoBroker, runtime: BridgeClient, wire):
+    app = wire(subscribe=["toy/toy1/command/result"])
+    app.publish("toy/toy1/command", {"v": 1, "command_id": "c-bad", "name": "session.end", "actor": "stranger"})
+    app.publish("toy/toy1/command", {"v": 1, "command_id": "c-ok", "name": "session.end", "actor": "fleet"})
+    topic, payload, _ = await app.next()
+    result = p.parse_command_result(payload)
+    assert (result.command_id, result.status, result.error.code) == ("c-bad", "invalid", "invalid_payload")
+    command = await asyncio.wait_for(runtime.next_command(), 5)
+    assert (command.command_id, command.actor) == ("c-ok", "fleet")
+
+
+async def test_reconnects_resubscribes_and_restores_retained_after_broker_kill(broker: MosquittoBroker, endpoints):
+    runtime = await endpoints(BridgeClient(make_config(broker.url)))
+    firmware = await endpoints(FirmwareClient(make_config(broker.url)))
+    await runtime.publish_volume(40, muted=False)
+    assert (await asyncio.wait_for(firmware.next_volume(), 5)).level == 40
+
+    started = time.perf_counter()
+    await asyncio.to_thread(broker.kill)  # a crash: the broker forgets sessions and retained messages
+    await asyncio.sleep(0.2)
+    assert await runtime.publish_state("thinking") is False  # kept for the next connection
+    await asyncio.to_thread(broker.start)
+    await runtime.wait_connected(10)
+    await firmware.wait_connected(10)
+    recovered = time.perf_counter() - started
+    print(f"\noutage (kill + 0.2 s down + restart) to recovery: {recovered * 1000:.0f} ms")
+    assert runtime.stats.connects == 2 and runtime.stats.disconnects >= 1
+
+    await firmware.press("click")  # only arrives if the runtime subscribed again on the new broker
+    assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "click"
+
+    late = await endpoints(FirmwareClient(make_config(broker.url)))  # the new broker got the mirror back
+    state = await asyncio.wait_for(late.next_state(), 5)
+    volume = await asyncio.wait_for(late.next_volume(), 5)
+    assert state.state == "thinking" and volume.level == 40
+    assert await asyncio.wait_for(late.next_presence(), 5) is True
+
+
+async def wait_state(endpoint, *states: ConnectionState, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while endpoint.state not in states:
+        assert time.monotonic() < deadline, f"{endpoint.role} stuck in {endpoint.state}"
+        await asyncio.sleep(0.01)
+
+
+async def test_outage_queue_is_bounded_and_flushed_in_order(broker: MosquittoBroker, endpoints, gates, wire):
+    # Gates hold each client back after the restart, so every receiver is subscribed before the sender flushes.
+    runtime_gate, firmware_gate = await gates(), await gates()
+    runtime = await endpoints(BridgeClient(make_config(runtime_gate.url, outbox_limit=5)))
+    firmware = await endpoints(FirmwareClient(make_config(firmware_gate.url)))
+    app = await asyncio.to_thread(wire, subscribe=["toy/toy1/command/result"])
+
+    runtime_gate.shut()
+    firmware_gate.shut()
+    await asyncio.to_thread(broker.kill)
+    await wait_state(runtime, ConnectionState.RECONNECTING)
+    await wait_state(firmware, ConnectionState.RECONNECTING)
+    for i in range(8):
+        assert await runtime.publish_command_result(f"c{i}", "ok", {"i": i}) is False
+    assert await firmware.press("press") is False
+    assert runtime.stats.dropped_outbox == 3  # c0..c2, the oldest
+
+    await asyncio.to_thread(broker.start)
+    await asyncio.to_thread(app.wait_ready, 10)  # the app is back (plain paho client, resubscribed)
+    runtime_gate.open = True
+    await runtime.wait_connected(10)
+    ids = []
+    for _ in range(5):
+        _, payload, _ = await app.next(timeout=10)
+        ids.append(p.parse_command_result(payload).command_id)
+    assert ids == ["c3", "c4", "c5", "c6", "c7"]
+    assert runtime.stats.flushed == 5
+
+    firmware_gate.open = True  # the runtime is subscribed again: the queued press must arrive
+    await firmware.wait_connected(10)
+    assert (await asyncio.wait_for(runtime.next_button(), 10)).action == "press"
+
+
+async def test_persistent_session_keeps_buttons_sent_while_the_runtime_was_cut_off(
+    broker: MosquittoBroker, endpoints, gates
+):
+    gate = await gates()
+    runtime = await endpoints(BridgeClient(make_config(gate.url, session_expiry_s=60)))
+    firmware = await endpoints(FirmwareClient(make_config(broker.url)))
+    gate.shut()  # the runtime's network drops; the broker stays up
+    await wait_state(runtime, ConnectionState.RECONNECTING)
+    assert await firmware.press("long_press") is True  # the broker queues it in the runtime's session
+    gate.open = True
+    await runtime.wait_connected(10)
+    assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "long_press"
+
+
+RUNTIME_CHILD = """
+import asyncio, sys
+from firmware_bridge import BridgeConfig
+from firmware_bridge.client import BridgeClient
+async def main():
+    client = BridgeClient(BridgeConfig(url=sys.argv[1], device_id="toy1"))
+    await client.start()
+    await client.wait_connected(5)
+    print("READY", flush=True)
+    await asyncio.sleep(60)
+asyncio.run(main())
+"""
+
+
+async def test_last_will_offline_when_the_runtime_is_killed(broker: MosquittoBroker, firmware: FirmwareClient):
+    child = subprocess.Popen([sys.executable, "-c", RUNTIME_CHILD, broker.url], cwd=ROOT, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert (await asyncio.to_thread(child.stdout.readline)).strip() == "READY"
+        assert await asyncio.wait_for(firmware.next_presence(), 5) is True
+        os.kill(child.pid, signal.SIGKILL)
+        assert await asyncio.wait_for(firmware.next_presence(), 5) is False  # the broker published the will
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        child.stdout.close()
+
+
+async def test_clean_stop_publishes_offline(broker: MosquittoBroker, firmware: FirmwareClient):
+    runtime = BridgeClient(make_config(broker.url))
+    await runtime.start()
+    await runtime.wait_connected(5)
+    assert await asyncio.wait_for(firmware.next_presence(), 5) is True
+    await runtime.stop()
+    assert runtime.state is ConnectionState.STOPPED
+    assert await asyncio.wait_for(firmware.next_presence(), 5) is False
+    with pytest.raises(EOFError):  # inbound iterators end with the client
+        await runtime.next_button()
+
+
+async def test_mqtt_311_option(broker: MosquittoBroker, endpoints):
+    runtime = await endpoints(BridgeClient(make_config(broker.url, protocol="3.1.1")))
+    firmware = await endpoints(FirmwareClient(make_config(broker.url, protocol="3.1.1")))
+    await firmware.press("long_press")
+    assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "long_press"
+    log = broker.log_text()
+    assert log.count("(p2,") == 2 and "(p5," not in log  # mosquitto logs p2 for MQTT 3.1.1, p5 for v5
+
+
+async def test_tls_with_ca_file(tmp_path, endpoints):
+    certs = await asyncio.to_thread(make_test_certs, tmp_path / "certs")
+    with start_broker(tls=certs) as broker:
+        assert broker.url.startswith("mqtts://")
+        runtime = await endpoints(BridgeClient(make_config(broker.url, ca_file=str(certs.ca_file))))
+        firmware = await endpoints(FirmwareClient(make_config(broker.url, ca_file=str(certs.ca_file))))
+        await firmware.press("click")
+        assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "click"
+        await runtime.stop()
+        await firmware.stop()
+
+
+async def test_inbox_drops_oldest_when_consumer_is_slow(runtime: BridgeClient, firmware: FirmwareClient):
+    limit = runtime.config.inbox_limit
+    for _ in range(limit + 4):
+        await firmware.press("click")
+    await firmware.press("release")  # the newest must survive
+    deadline = time.monotonic() + 5
+    while runtime.stats.dropped_inbox < 5 and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert runtime.stats.dropped_inbox == 5
+    received = [await runtime.next_button() for _ in range(limit)]
+    assert received[-1].action == "release"
+    assert received[0].seq == 6  # 1..5 were dropped
+
+
+def test_payloads_on_the_wire_are_compact_json() -> None:
+    raw = p.encode(p.StateMessage(state="idle"))
+    assert json.loads(raw).keys() == {"v", "state", "ts"}  # None fields are left out

@@ -1,0 +1,68 @@
+"""Fixtures for the device tests: a private headless PulseAudio (real ALSA `Master` via the pulse CTL) and the mixers
+under contract."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from toy_runtime.testing.broker import BrokerError, MosquittoBroker
+from toy_runtime.testing.pulse_mixer import PulseError, PulseMixerServer
+
+
+def _unavailable(what: str, exc: BaseException) -> None:
+    """Skip where a service cannot run, but fail in CI (TOY_REQUIRE_SERVICES=1)."""
+    if os.environ.get("TOY_REQUIRE_SERVICES"):
+        raise exc
+    pytest.skip(f"{what} unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def pulse() -> Iterator[PulseMixerServer]:
+    try:
+        import alsaaudio  # noqa: F401  (the real mixer needs pyalsaaudio)
+
+        server = PulseMixerServer().start()
+    except (ImportError, PulseError, OSError) as exc:
+        _unavailable("PulseAudio / pyalsaaudio", exc)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fresh_pulse(pulse: PulseMixerServer) -> PulseMixerServer:
+    """The shared server reset to 50 %, unmuted."""
+    pulse.set_sink_volume_pct(50)
+    pulse.set_sink_muted(False)
+    return pulse
+
+
+@pytest.fixture
+def broker() -> Iterator[MosquittoBroker]:
+    try:
+        b = MosquittoBroker().start()
+    except (BrokerError, OSError) as exc:
+        _unavailable("mosquitto", exc)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark this folder's tests `audio` (and `mqtt` when they need a broker) so `-m` can skip them where PulseAudio or
+    mosquitto is missing."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            callspec = getattr(item, "callspec", None)
+            real_mixer = callspec is not None and str(callspec.params.get("mixer", "")).startswith("alsa")
+            if real_mixer or "fresh_pulse" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.audio)
+            if "broker" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.mqtt)
