@@ -156,6 +156,34 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return asyncio.run(run_chat(settings, json_lines=args.json))
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .demo import DEFAULT_SCRIPT, run_demo
+
+    settings = _settings_for(args)
+    script = tuple(args.say) if args.say else DEFAULT_SCRIPT
+    return asyncio.run(run_demo(settings, Path(args.out), script=script, json_lines=args.json))
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    try:
+        from .adapters.sounddevice_io import list_devices
+
+        devices = list_devices()
+    except (ImportError, OSError) as exc:
+        raise CliError(f"audio devices unavailable: {exc}") from None
+    if args.json:
+        print(json.dumps([d.__dict__ if hasattr(d, "__dict__") else d._asdict() for d in devices], indent=2))
+        return 0
+    if not devices:
+        print("no audio devices found")
+    for d in devices:
+        print(f"{d.index:>3}  {d.name:<40} in={d.max_input_channels} out={d.max_output_channels} "
+              f"rate={d.default_samplerate:.0f}")
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------------------
 
 
@@ -183,6 +211,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_turn_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON lines (speech, event, turn)")
     p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("demo", help="the main job on embedded defaults: scripted speech in, WAV files out")
+    _add_turn_flags(p)
+    p.add_argument("--out", default="demo-out", help="directory for the WAV files (default: demo-out)")
+    p.add_argument("--say", action="append", metavar="TEXT", help="a child utterance (repeatable; default: a script)")
+    p.add_argument("--json", action="store_true", help="print one JSON line per turn")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("devices", help="list audio devices (index, name, channels, default rate)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_devices)
 
     for extra in _EXTRA_COMMANDS:
         extra(sub)

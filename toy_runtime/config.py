@@ -99,7 +99,7 @@ class AudioConfig(Section):
     sample_rate_hz: Literal[16000] = 16000
     frame_ms: Literal[10, 20, 30] = 20
     capture_queue_frames: int = Field(100, ge=4, le=2000, description="bounded queue between callback and loop")
-    output_block_ms: int = Field(20, ge=5, le=200, description="playback block; flush latency is one block")
+    output_block_ms: int = Field(10, ge=5, le=200, description="playback block; flush latency is one block")
     pad_silence_ms: int = Field(50, ge=0, le=500)
 
 

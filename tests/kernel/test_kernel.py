@@ -292,3 +292,18 @@ def test_kernel_never_names_an_event():
             if forbidden.search(line.lower()):
                 offenders.append(f"{path.name}:{lineno}: {line.strip()}")
     assert offenders == []
+
+
+async def test_abort_cancels_events_that_have_not_started(recorder, context):
+    end = make_definition("test.end", "end", recorder.handler("end"), policy=ResultPolicy.TERMINATE, terminal=True)
+    work = make_definition("test.work", "work", recorder.handler("work", delay=0.2))
+    kernel = kernel_for(end, work)
+    run = kernel.open_batch("s1", "t1", context)
+    run.add(req("test.end", args={"n": 0}))  # waits for the batch to close before running
+    run.add(req("test.work", args={"n": 1}))  # starts at once
+    await asyncio.sleep(0.05)
+    cancelled = run.abort()
+    assert len(cancelled) == 1
+    outcome = await run.wait()
+    assert [c[0] for c in recorder.calls] == ["work"]  # the terminal event of the discarded turn never ran
+    assert outcome.results[1].status is EventStatus.SUCCEEDED

@@ -45,6 +45,7 @@ class _Slot:
     detected_at: float
     started: float = 0.0
     task: asyncio.Task | None = None
+    executing: bool = False  # the handler has been called
 
 
 class EventKernel:
@@ -138,6 +139,7 @@ class BatchRun:
         self.slots: list[_Slot] = []
         self.dropped: list[str] = []
         self._closed = asyncio.Event()
+        self._aborted = False
         self._semaphore = asyncio.Semaphore(kernel.max_concurrency)
         self._loop = asyncio.get_running_loop()
 
@@ -169,6 +171,22 @@ class BatchRun:
     def close(self) -> None:
         """No more requests will join this batch."""
         self._closed.set()
+
+    def abort(self) -> list[str]:
+        """The turn was discarded (barge-in, shutdown): cancel every request whose handler has not started.
+
+        Handlers already running are acknowledged side effects and may finish. Returns the cancelled event ids.
+        """
+        self._aborted = True
+        cancelled = []
+        for slot in self.slots:
+            if slot.task is not None and not slot.task.done() and not slot.executing:
+                slot.task.cancel()
+                cancelled.append(slot.request.event_id)
+        self._closed.set()  # after the cancels: 3.11's wait_for may swallow a cancel that races a completed wait
+        if cancelled:
+            self.audit.record("batch.aborted", turn_id=self.turn_id, cancelled=cancelled)
+        return cancelled
 
     async def wait(self) -> BatchOutcome:
         """Wait for every request to reach a result or the batch deadline; results come back in input order."""
@@ -273,7 +291,10 @@ class BatchRun:
             await self._wait_for_turn(slot)
             queued_at = time.perf_counter()
             async with self._semaphore:
+                if self._aborted:  # the turn was discarded while this event waited for its turn
+                    raise asyncio.CancelledError
                 exec_started = time.perf_counter()
+                slot.executing = True
                 ctx = ExecutionContext(session_id=self.session_id, turn_id=request.turn_id,
                                        event_id=request.event_id, idempotency_key=key)
                 status, payload, error, code = await kernel.execute(definition, resolved.arguments, ctx)

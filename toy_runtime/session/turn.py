@@ -16,6 +16,7 @@ from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
 from ..agent.event_agent import EventAgent
 from ..agent.llm import CallStats, LLMFault
 from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, results_message
+from ..agent.sentences import SpeechSplitter
 from ..config import AgentConfig
 from ..events import (
     AuditSink,
@@ -101,8 +102,16 @@ class TurnRunner:
         spoken: list[Speech] = []
 
         def say(speech: Speech) -> None:
-            spoken.append(speech)
-            emit(speech)
+            if speech.kind in ("reply", "follow_up"):  # already cut by the streaming splitter
+                spoken.append(speech)
+                emit(speech)
+                return
+            # whole template lines are cut the same way, so speech can start with their first clause
+            splitter = SpeechSplitter(first_clause_min_chars=self.config.first_clause_min_chars)
+            for part in splitter.feed(speech.text) + splitter.flush():
+                piece = Speech(speech.answer, part, sources=speech.sources, kind=speech.kind, at=speech.at)
+                spoken.append(piece)
+                emit(piece)
 
         agent_calls_before = len(self.event_agent.calls) if self.event_agent else 0
         run = self.kernel.open_batch(conv.session_id, turn_id, context,
@@ -127,9 +136,16 @@ class TurnRunner:
                         self._gate(context, run, turn_id, say)
                     else:
                         say(Speech(1 if not spoken else 2, self.config.fault_line, kind="fault"))
+        except asyncio.CancelledError:
+            run.abort()  # a discarded turn never runs events that have not started
+            raise
         finally:
             run.close()
-        outcome = await run.wait()
+        try:
+            outcome = await run.wait()
+        except asyncio.CancelledError:
+            run.abort()
+            raise
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
