@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from .config import ConfigError, Settings, load_settings, with_updates
+from .device_link import BridgeStartError
 
 EXIT_USAGE = 2
 
@@ -232,11 +233,16 @@ _EXTRA_COMMANDS: list = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import logging
+
+    # library warnings go to the audit log / journald via the long-running commands' own logging setup, not as
+    # stray lines around a one-line error; `run` configures real logging.
+    logging.getLogger().addHandler(logging.NullHandler())
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, CliError) as exc:
+    except (ConfigError, CliError, BridgeStartError) as exc:
         print(f"toy-runtime: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from .app import build_runtime
 from .config import Settings
 from .hostevents import message_event
 from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
+from .signals import SessionState, StateSignal
 
 
 def render(item: TurnItem, json_lines: bool) -> str | None:
@@ -50,10 +51,12 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     bridge = None
     try:
         if settings.mqtt.url:
-            from .device_link import start_bridge
+            from .device_link import start_device_link
 
-            bridge = await start_bridge(runtime)
+            bridge = await start_device_link(runtime)
         runner = runtime.new_turn_runner()
+        publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
+            StateSignal(state=state, session_id=runner.conversation.session_id))
         if not json_lines and stdin.isatty():
             mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
             print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)
@@ -65,8 +68,12 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             if not text:
                 continue
             terminated = False
+            publish(SessionState.THINKING)
             async for item in runner.run(message_event(text, source="console",
                                                        conversation_id=runner.conversation.session_id)):
+                if isinstance(item, Speech) and runtime.signals.last.get(StateSignal) is not None \
+                        and runtime.signals.last[StateSignal].state is not SessionState.SPEAKING:
+                    publish(SessionState.SPEAKING)
                 out = render(item, json_lines)
                 if out is not None:
                     print(out, file=stdout, flush=True)
@@ -74,8 +81,11 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                     terminated = item.terminated
             if terminated:
                 break
+            publish(SessionState.LISTENING)
     finally:
+        runtime.signals.publish(StateSignal(state=SessionState.CLOSED))
         if bridge is not None:
+            await asyncio.sleep(0.05)  # let the adapter mirror the last state before it stops
             await bridge.aclose()
         await runtime.aclose()
     return 0

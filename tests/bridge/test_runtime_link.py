@@ -1,0 +1,119 @@
+"""The runtime on MQTT: chat mirrors states and volume signals; remote commands run through the kernel with
+capabilities; auth failure is a clear one-line error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from toy_runtime.app import build_runtime
+from toy_runtime.config import load_settings, with_updates
+from toy_runtime.device_link import BridgeStartError, start_device_link
+from toy_runtime.events import MemoryAudit
+from toy_runtime.fakes.device import MemoryMixer
+
+from .conftest import WireClient
+
+
+async def adrain(wire: WireClient, seconds: float = 0.5) -> list[tuple[str, dict, bool]]:
+    """Like drain() but lets the event loop run (the runtime under test lives on it)."""
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        while not wire.messages.empty():
+            topic, payload, retained = wire.messages.get_nowait()
+            out.append((topic, json.loads(payload), retained))
+    return out
+
+
+def drain(wire: WireClient, seconds: float = 0.5) -> list[tuple[str, dict, bool]]:
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            topic, payload, retained = wire.messages.get(timeout=0.05)
+        except Exception:
+            continue
+        try:
+            out.append((topic, json.loads(payload), retained))
+        except ValueError:
+            out.append((topic, {"raw": payload.decode()}, retained))
+    return out
+
+
+def test_chat_publishes_state_and_retained_volume(broker, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    env["TOY_STATE_DIR"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mqtt-url", broker.url,
+                           "--device-id", "toy7"], input="set the volume to 30\n", capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    late = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy7/#"])  # subscribes AFTER the run
+    try:
+        late.wait_ready()
+        retained = {topic: payload for topic, payload, r in drain(late, 1.0) if r}
+    finally:
+        late.close()
+    assert retained["toy/toy7/volume"]["level"] == 30 and retained["toy/toy7/volume"]["muted"] is False
+    assert retained["toy/toy7/state"]["state"] == "closed"
+    assert retained["toy/toy7/online"] in ({"raw": "offline"}, "offline") or "offline" in json.dumps(
+        retained["toy/toy7/online"])
+
+
+async def test_remote_commands_need_the_capability(broker, tmp_path):
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy8",
+                                  "remote_capabilities": ["device.volume.adjust"]})
+    audit, mixer = MemoryAudit(), MemoryMixer(level=50)
+    runtime = build_runtime(settings, audit=audit, mixer=mixer)
+    link = await start_device_link(runtime)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy8/command/result", "toy/toy8/volume"])
+    try:
+        await asyncio.to_thread(app.wait_ready)
+        app.publish("toy/toy8/command", {"v": 1, "command_id": "c1", "name": "device.volume.adjust",
+                                         "arguments": {"mode": "absolute", "value": 70}, "actor": "app"})
+        app.publish("toy/toy8/command", {"v": 1, "command_id": "c2", "name": "calendar.schedule.create",
+                                         "arguments": {"title": "x"}, "actor": "app"})
+        results, volume = {}, None
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (len(results) < 2 or volume is None):
+            for topic, payload, _ in await adrain(app, 0.2):
+                if topic.endswith("command/result"):
+                    results[payload["command_id"]] = payload
+                elif topic.endswith("volume"):
+                    volume = payload
+        assert results["c1"]["status"] == "ok" and mixer.level == 70
+        assert volume is not None and volume["level"] == 70
+        assert results["c2"]["status"] == "refused"
+        refused = audit.of("remote.refused")
+        assert refused and refused[0]["name"] == "calendar.schedule.create"
+    finally:
+        app.close()
+        await link.aclose()
+        await runtime.aclose()
+
+
+def test_auth_failure_is_one_clear_line(tmp_path):
+    from toy_runtime.testing.broker import MosquittoBroker
+
+    try:
+        broker = MosquittoBroker(users={"toy9": "right-password"}).start()
+    except TypeError:
+        pytest.skip("MosquittoBroker has no users option")
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env.update(TOY_STATE_DIR=str(tmp_path), TOY_MQTT__USERNAME="toy9", TOY_MQTT__PASSWORD="wrong")
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "toy_runtime", "chat", "--mqtt-url", broker.url,
+                               "--device-id", "toy9"], input="hello\n", capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert proc.returncode == 2
+        assert "mqtt" in proc.stderr and proc.stderr.count("\n") == 1 and "wrong" not in proc.stderr
+        assert time.monotonic() - started < 30
+    finally:
+        broker.close()

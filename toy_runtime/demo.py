@@ -1,0 +1,168 @@
+"""`toy-runtime demo`: the main job on embedded defaults — no API key, no sound card, no network.
+
+Scripted child utterances are synthesized with piper, fed through the real capture → VAD → ASR path from a file
+source, answered (the offline gate, or the configured LLM endpoint), spoken by piper into WAV files, and a
+per-turn timeline is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import AsyncIterator, Sequence, TextIO
+
+from .config import Settings
+
+DEFAULT_SCRIPT = (
+    "Can you tell me a story about a dragon?",
+    "Set the volume to thirty.",
+    "A bit louder please.",
+    "See you later.",
+)
+
+
+class GatedMicrophone:
+    """A file-backed AudioSource that plays one utterance, then waits until the runtime answered it.
+
+    Like a child who waits for the toy to finish before speaking again; the audio still goes through the real
+    frame → VAD → endpointer → ASR path.
+    """
+
+    def __init__(self, utterances: Sequence[bytes], *, sample_rate_hz: int = 16000, frame_ms: int = 20,
+                 lead_silence_ms: int = 300, tail_silence_ms: int = 900) -> None:
+        self.sample_rate_hz = sample_rate_hz
+        self.frame_ms = frame_ms
+        self._utterances = list(utterances)
+        self._lead = lead_silence_ms
+        self._tail = tail_silence_ms
+        self._gate = asyncio.Event()
+        self._gate.set()
+        self._closed = False
+
+    @property
+    def overflows(self) -> int:
+        return 0
+
+    def next_turn(self) -> None:
+        """Let the next utterance play."""
+        self._gate.set()
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._gate.set()
+
+    def __aiter__(self) -> AsyncIterator:
+        return self._frames()
+
+    async def _frames(self):
+        from .fakes.audio import ListSource
+
+        for pcm in self._utterances:
+            await self._gate.wait()
+            if self._closed:
+                return
+            self._gate.clear()
+            source = ListSource(pcm, self.sample_rate_hz, sample_rate_hz=self.sample_rate_hz, frame_ms=self.frame_ms,
+                                lead_silence_ms=self._lead, tail_silence_ms=self._tail, realtime=True)
+            await source.start()
+            async for frame in source:
+                yield frame
+            await source.aclose()
+        await self._gate.wait()  # let the last answer finish before the source ends
+
+
+async def synthesize_script(synthesizer, lines: Sequence[str], rate: int = 16000) -> list[bytes]:
+    """Child utterances as 16 kHz PCM (piper speech, resampled)."""
+    from .audio.resample import resample
+
+    out = []
+    for line in lines:
+        pieces = [p async for p in synthesizer.synthesize(line)]
+        pcm = b"".join(resample(p.pcm, p.sample_rate_hz, rate) for p in pieces)
+        out.append(pcm)
+    return out
+
+
+def _fmt(ms):
+    return "—" if ms is None else f"{ms:7.1f}"
+
+
+def print_timeline(record, stream: TextIO) -> None:
+    """One readable block per turn: what was heard, said, done, and when (ms after the end of speech)."""
+    w = record.waterfall_ms()
+    print(f"\nturn {record.turn}: heard {record.text!r}", file=stream)
+    for line in record.spoken:
+        print(f"  toy said: {line}", file=stream)
+    for event in record.events:
+        print(f"  event: {event['name']} → {event['status']}", file=stream)
+    print("  timeline (ms after end of speech): "
+          f"endpoint {_fmt(w['endpoint'])} | ASR final {_fmt(w['asr_final'])} | first token {_fmt(w['first_token'])}"
+          f" | first clause synthesized {_fmt(w['first_clause_synthesized'])} | first audio {_fmt(w['first_audio'])}",
+          file=stream)
+    if record.terminated:
+        print("  session ended", file=stream)
+
+
+async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] = DEFAULT_SCRIPT,
+                   stream: TextIO | None = None, json_lines: bool = False) -> int:
+    """Run the scripted demo; returns the exit code."""
+    from .adapters.wav_io import WavFileSink, write_wav
+    from .app import build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
+    from .audio.listener import Listener
+    from .session.voice import VoiceLoop
+
+    stream = stream or sys.stdout
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(f"toy-runtime demo — loading models…", file=stream, flush=True)
+    synthesizer, recognizer = await asyncio.gather(asyncio.to_thread(build_synthesizer, settings),
+                                                   asyncio.to_thread(build_recognizer, settings))
+    vad = build_vad(settings)
+    loaded = time.monotonic()
+    mode = settings.agent.tool_invocation_mode if settings.llm_online else "offline gate (no LLM endpoint)"
+    print(f"models ready in {(loaded - started) * 1000:.0f} ms; answering with: {mode}", file=stream, flush=True)
+
+    utterances = await synthesize_script(synthesizer, script)
+    for i, pcm in enumerate(utterances, 1):
+        write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
+    mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
+    listener = Listener(mic, vad, recognizer, endpointer_config(settings))
+    sink = WavFileSink(out_dir, prefix="toy-")
+    runtime = build_runtime(settings)
+    records = []
+
+    def on_turn(record) -> None:
+        records.append(record)
+        if json_lines:
+            print(json.dumps({"type": "voice_turn", **record.as_audit()}, ensure_ascii=False), file=stream,
+                  flush=True)
+        else:
+            print_timeline(record, stream)
+        mic.next_turn()
+
+    loop = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
+                     pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
+                     sink=sink, signals=runtime.signals, audit=runtime.audit,
+                     idle_timeout_s=settings.session.idle_timeout_s, barge_in=False, on_turn=on_turn)
+    try:
+        await loop.run(once=True)
+    finally:
+        await listener.aclose()
+        await mic.aclose()
+        await runtime.aclose()
+        close = getattr(synthesizer, "close", None)
+        if close:
+            close()
+    heard = sum(1 for r in records if r.text)
+    print(f"\n{heard} of {len(script)} utterances heard and answered; audio in {out_dir}/ "
+          f"(child-N.wav = what the child said, toy-*.wav = what the toy answered)", file=stream)
+    return 0 if records else 1

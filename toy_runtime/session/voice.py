@@ -1,0 +1,409 @@
+"""The audio session: idle → listening → thinking → speaking → (listening | closed).
+
+A session opens on VAD speech (always-listening), on push-to-talk, or on a host event (a button, a reminder). The
+mic is half-duplex by default: the listener is paused while the toy thinks and speaks, so it never answers itself.
+With barge-in on, user speech during an answer flushes playback and discards the turn (its not-yet-started events
+never run). `session.terminate` → the farewell plays to the end → sibling events finish → the session closes its
+output stream. Cleanup is the same on normal end, stop, device error and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance
+from ..events import AuditSink
+from ..hostevents import HostEvent, message_event
+from ..ports.audio import AudioSink
+from ..ports.speech import SpeechSynthesizer
+from ..signals import SessionState, SignalBus, StateSignal
+from .items import EventOutcome, Speech, TurnEnd
+from .speaker import TurnSpeaker
+from .turn import TurnRunner
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """Control message: open a session now (button, push-to-talk, host event)."""
+
+    reason: str
+    announce: str | None = None  # text to speak as soon as it opens (e.g. a reminder)
+    done: asyncio.Future | None = None  # resolved True once the announcement was spoken
+
+
+@dataclass(frozen=True)
+class CloseSession:
+    """Control message: close the current session (button long-press, remote command)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Control message: shut the loop down (SIGTERM)."""
+
+
+Inbox = ListenerEvent | OpenSession | CloseSession | Stop
+
+
+@dataclass
+class VoiceTurnRecord:
+    """Milestones of one spoken turn, for the latency waterfall (monotonic seconds)."""
+
+    turn: int
+    text: str
+    end_of_speech_at: float
+    endpoint_at: float
+    asr_final_at: float
+    handoff_at: float
+    first_text_at: float | None = None
+    first_clause_started_at: float | None = None
+    first_clause_synthesized_at: float | None = None
+    first_audio_at: float | None = None
+    second_first_audio_at: float | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    turn_metrics: dict[str, Any] = field(default_factory=dict)
+    spoken: list[str] = field(default_factory=list)
+    terminated: bool = False
+    interrupted: bool = False
+
+    def waterfall_ms(self) -> dict[str, float | None]:
+        """Each milestone in ms after the end of speech."""
+        rel = lambda t: None if t is None else round((t - self.end_of_speech_at) * 1000, 1)  # noqa: E731
+        ttft = (self.turn_metrics.get("first_answer") or {}).get("ttft_ms")
+        return {
+            "endpoint": rel(self.endpoint_at),
+            "asr_final": rel(self.asr_final_at),
+            "first_token": None if ttft is None else round(rel(self.handoff_at) + ttft, 1),
+            "first_text": rel(self.first_text_at),
+            "first_clause_synthesized": rel(self.first_clause_synthesized_at),
+            "first_audio": rel(self.first_audio_at),
+            "second_answer_audio": rel(self.second_first_audio_at),
+            **{f"event:{e['name']}": rel(e["at"]) for e in self.events},
+        }
+
+    def as_audit(self) -> dict[str, Any]:
+        waterfall = self.waterfall_ms()
+        ttft = (self.turn_metrics.get("first_answer") or {}).get("ttft_ms")
+        first_audio = waterfall["first_audio"]
+        tts_ms = None
+        if self.first_clause_started_at is not None and self.first_clause_synthesized_at is not None:
+            tts_ms = round((self.first_clause_synthesized_at - self.first_clause_started_at) * 1000, 1)
+        runtime_added = None
+        if first_audio is not None:
+            # what the runtime itself adds: everything but the hangover, the provider's TTFT and the TTS model
+            hangover = waterfall["endpoint"] or 0.0
+            runtime_added = round(first_audio - hangover - (ttft or 0.0) - (tts_ms or 0.0), 1)
+        return {
+            "turn": self.turn,
+            "text": self.text,
+            "waterfall_ms": waterfall,
+            "voice_to_voice_ms": first_audio,
+            "first_clause_tts_ms": tts_ms,
+            "provider_ttft_ms": ttft,
+            "runtime_added_ms": runtime_added,
+            "events": [{k: v for k, v in e.items() if k != "at"} for e in self.events],
+            "spoken": self.spoken,
+            "terminated": self.terminated,
+            "interrupted": self.interrupted,
+        }
+
+
+class VoiceLoop:
+    """Owns the listener and the speaker; opens and closes audio sessions; publishes states."""
+
+    def __init__(
+        self,
+        *,
+        new_runner: Callable[[], TurnRunner],
+        listener_events: Callable[[], Any],
+        pause_listener: Callable[[], None],
+        resume_listener: Callable[[], None],
+        synthesizer: SpeechSynthesizer,
+        sink: AudioSink,
+        signals: SignalBus,
+        audit: AuditSink,
+        idle_timeout_s: float = 20.0,
+        barge_in: bool = False,
+        open_on_speech: bool = True,
+        inbox_size: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+        on_turn: Callable[[VoiceTurnRecord], None] | None = None,
+    ) -> None:
+        self.new_runner = new_runner
+        self._listener_events = listener_events
+        self._pause = pause_listener
+        self._resume = resume_listener
+        self.synthesizer = synthesizer
+        self.sink = sink
+        self.signals = signals
+        self.audit = audit
+        self.idle_timeout_s = idle_timeout_s
+        self.barge_in = barge_in
+        self.open_on_speech = open_on_speech
+        self.clock = clock
+        self.on_turn = on_turn
+        self.inbox: asyncio.Queue[Inbox] = asyncio.Queue(maxsize=inbox_size)
+        self.state = SessionState.IDLE
+        self.runner: TurnRunner | None = None
+        self.records: list[VoiceTurnRecord] = []
+        self.sessions = 0
+        self.sink_open = False
+        self.source_ended = asyncio.Event()
+        self._turns = 0
+
+    # -- inputs ---------------------------------------------------------------------------------------
+
+    def post(self, message: Inbox) -> bool:
+        """Hand a control message to the loop without blocking; False when the inbox is full."""
+        try:
+            self.inbox.put_nowait(message)
+            return True
+        except asyncio.QueueFull:
+            self.audit.record("voice.inbox_full", message=type(message).__name__)
+            return False
+
+    async def _pump_listener(self) -> None:
+        try:
+            async for event in self._listener_events():
+                await self.inbox.put(event)  # bounded: back-pressure reaches the listener, never unbounded growth
+        finally:
+            self.source_ended.set()
+
+    # -- states ---------------------------------------------------------------------------------------
+
+    def _set_state(self, state: SessionState) -> None:
+        if state is self.state:
+            return
+        self.state = state
+        session_id = self.runner.conversation.session_id if self.runner else None
+        self.signals.publish(StateSignal(state=state, session_id=session_id))
+        self.audit.record("voice.state", state=state.value, session_id=session_id)
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    async def run(self, *, once: bool = False) -> None:
+        """Serve sessions until Stop, the end of the audio source, or (with once) the first session's end."""
+        pump = asyncio.create_task(self._pump_listener(), name="voice:listener")
+        self._set_state(SessionState.IDLE)
+        try:
+            while True:
+                message = await self._next(None, pump)
+                if message is None or isinstance(message, Stop):
+                    return
+                opens = isinstance(message, OpenSession) or (
+                    self.open_on_speech and isinstance(message, (SpeechStart, Utterance)))
+                if not opens:
+                    continue
+                reason = await self._session(message, pump)
+                if once or reason in ("stop", "source_ended"):
+                    return
+        finally:
+            pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+            await self._close_output()
+            self._set_state(SessionState.CLOSED)
+
+    async def _next(self, timeout: float | None, pump: asyncio.Task) -> Inbox | None:
+        """The next inbox message; None when the source ended (and nothing is left) or the timeout passed."""
+        if not self.inbox.empty():
+            return self.inbox.get_nowait()
+        getter = asyncio.create_task(self.inbox.get(), name="voice:inbox")
+        waiters = {getter} if pump.done() else {getter, pump}
+        try:
+            done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+                await asyncio.gather(getter, return_exceptions=True)
+        if getter in done:
+            return getter.result()
+        if pump in done and self.inbox.empty():
+            return None
+        return None if not done else await self._next(timeout, pump)
+
+    async def _open_output(self) -> None:
+        if not self.sink_open:
+            await self.sink.start()
+            self.sink_open = True
+
+    async def _close_output(self) -> None:
+        if self.sink_open:
+            self.sink_open = False
+            with contextlib.suppress(Exception):
+                await self.sink.aclose()
+
+    async def _session(self, first: Inbox, pump: asyncio.Task) -> str:
+        """One audio session; returns why it closed: terminated | idle | closed | stop | source_ended."""
+        self.sessions += 1
+        self.runner = self.new_runner()
+        reason = "closed"
+        try:
+            await self._open_output()
+            self._set_state(SessionState.LISTENING)
+            self.audit.record("voice.session_opened", session_id=self.runner.conversation.session_id,
+                              trigger=type(first).__name__, reason=getattr(first, "reason", None))
+            pending: Inbox | None = first
+            while True:
+                if isinstance(pending, OpenSession) and pending.announce:
+                    spoken = await self._announce(pending.announce)
+                    if pending.done is not None and not pending.done.done():
+                        pending.done.set_result(spoken)
+                    pending = None
+                if isinstance(pending, Utterance) and pending.text.strip():
+                    outcome, pending = await self._turn(pending, pump)
+                    if outcome == "terminated":
+                        reason = "terminated"
+                        return reason
+                    self._set_state(SessionState.LISTENING)
+                    if pending is not None:
+                        continue
+                message = await self._next(self.idle_timeout_s, pump)
+                if message is None:
+                    reason = "source_ended" if self.source_ended.is_set() else "idle"
+                    return reason
+                if isinstance(message, Stop):
+                    reason = "stop"
+                    return reason
+                if isinstance(message, CloseSession):
+                    reason = "closed"
+                    return reason
+                if isinstance(message, ListeningTimeout):
+                    continue
+                pending = message
+        finally:
+            self.audit.record("voice.session_closed", session_id=self.runner.conversation.session_id, reason=reason)
+            self._resume()
+            await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
+            self._set_state(SessionState.IDLE)
+
+    async def _announce(self, text: str) -> bool:
+        """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex."""
+        self._pause()
+        speaker = TurnSpeaker(self.synthesizer, self.sink, f"announce{self.sessions}", clock=self.clock)
+        try:
+            self._set_state(SessionState.SPEAKING)
+            await speaker.say(Speech(answer=1, text=text, kind="announcement"))
+            await speaker.finish()
+            return True
+        except asyncio.CancelledError:
+            await speaker.cancel()
+            raise
+        finally:
+            self._resume()
+            self._set_state(SessionState.LISTENING)
+
+    async def _turn(self, utterance: Utterance, pump: asyncio.Task) -> tuple[str, Inbox | None]:
+        """Run one spoken turn. Returns (outcome, an utterance that interrupted it)."""
+        self._turns += 1
+        handoff = self.clock()
+        end_of_speech = utterance.decided_at - max(utterance.endpoint_at - utterance.ended_at, 0.0)
+        record = VoiceTurnRecord(turn=self._turns, text=utterance.text, end_of_speech_at=end_of_speech,
+                                 endpoint_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
+                                 handoff_at=handoff)
+        self._set_state(SessionState.THINKING)
+        if not self.barge_in:
+            self._pause()
+        speaker = TurnSpeaker(self.synthesizer, self.sink, f"{self.runner.conversation.session_id}.u{self._turns}",
+                              clock=self.clock)
+        driver = asyncio.create_task(self._drive(utterance.text, speaker, record), name=f"voice:turn{self._turns}")
+        interrupted_by: Inbox | None = None
+        try:
+            if not self.barge_in:
+                await driver
+            else:
+                interrupted_by = await self._watch_for_barge_in(driver, pump)
+                if interrupted_by is not None:
+                    record.interrupted = True
+                    driver.cancel()
+                    await asyncio.gather(driver, return_exceptions=True)
+                    await speaker.cancel()
+                    self.audit.record("voice.barge_in", turn=self._turns)
+        except asyncio.CancelledError:
+            driver.cancel()
+            await asyncio.gather(driver, return_exceptions=True)
+            await speaker.cancel()
+            raise
+        finally:
+            if not self.barge_in:
+                self._resume()
+            self._finish_record(record, speaker)
+        return ("terminated" if record.terminated else "answered"), interrupted_by
+
+    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task) -> Inbox | None:
+        """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it."""
+        pending_utterance: Inbox | None = None
+        while not driver.done():
+            getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
+            done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                await asyncio.gather(getter, return_exceptions=True)
+                break
+            message = getter.result()
+            if isinstance(message, SpeechStart) and self.state is SessionState.SPEAKING:
+                return message  # the utterance that follows arrives next and becomes the next turn
+            if isinstance(message, Utterance) and message.text.strip():
+                return message
+            if isinstance(message, (Stop, CloseSession)):
+                pending_utterance = message
+                break
+        await driver
+        return pending_utterance
+
+    async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord) -> None:
+        end: TurnEnd | None = None
+        first_speech = True
+        try:
+            async for item in self.runner.run(message_event(text, source="microphone",
+                                                             conversation_id=self.runner.conversation.session_id)):
+                if isinstance(item, Speech):
+                    if first_speech:
+                        first_speech = False
+                        self._set_state(SessionState.SPEAKING)
+                    await speaker.say(item)
+                elif isinstance(item, EventOutcome):
+                    record.events.append({"name": item.result.name, "status": item.result.status.value,
+                                          "at": self.clock()})
+                elif isinstance(item, TurnEnd):
+                    end = item
+            await speaker.finish()  # the whole answer (a farewell too) plays to the end
+        finally:
+            if end is not None:
+                record.turn_metrics = end.metrics
+                record.terminated = end.terminated
+
+    def _finish_record(self, record: VoiceTurnRecord, speaker: TurnSpeaker) -> None:
+        first, second = speaker.marks.get(1), speaker.marks.get(2)
+        if first is not None:
+            record.first_text_at = first.first_text_at
+            record.first_clause_started_at = first.first_clause_started_at
+            record.first_clause_synthesized_at = first.first_clause_synthesized_at
+            record.first_audio_at = first.first_audio_at
+            record.spoken.extend(first.spoken)
+        if second is not None:
+            record.second_first_audio_at = second.first_audio_at
+            record.spoken.extend(second.spoken)
+        self.records.append(record)
+        self.audit.record("voice.turn", **record.as_audit())
+        if self.on_turn is not None:
+            self.on_turn(record)
+
+
+async def deliver_host_event(loop: VoiceLoop, event: HostEvent, text: str | None,
+                             timeout_s: float = 60.0) -> bool:
+    """Open a session for a host event and speak `text` (e.g. a reminder); True once it was spoken."""
+    done: asyncio.Future = asyncio.get_running_loop().create_future()
+    if not loop.post(OpenSession(reason=event.event_type, announce=text, done=done)):
+        return False
+    try:
+        return bool(await asyncio.wait_for(done, timeout=timeout_s))
+    except TimeoutError:
+        return False
+
+
+AnnounceFn = Callable[[HostEvent], Awaitable[bool]]
