@@ -114,6 +114,9 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     if calendar is None:
         calendar = build_calendar(settings, clock)
         closers.append(getattr(calendar, "aclose", lambda: None))
+    from .reminders import ObservedCalendar
+
+    calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
                         volume_step=settings.volume.step)
     registry = default_registry(ports).subset(settings.events.enabled)

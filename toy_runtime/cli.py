@@ -224,9 +224,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)
 
-    for extra in _EXTRA_COMMANDS:
+    for extra in _extra_commands() + _EXTRA_COMMANDS:
         extra(sub)
     return parser
+
+
+def _extra_commands() -> list:
+    """Subcommands that live in their own modules (imported lazily so `--help` stays fast)."""
+    from .schedules_cli import register as schedules
+
+    commands = [schedules]
+    for module, name in (("toy_runtime.voice_cli", "register"), ("toy_runtime.doctor", "register"),
+                         ("toy_runtime.metrics.report", "register"), ("toy_runtime.bench.cli", "register")):
+        try:
+            commands.append(getattr(__import__(module, fromlist=[name]), name))
+        except ImportError:
+            continue
+    return commands
 
 
 _EXTRA_COMMANDS: list = []

@@ -49,12 +49,25 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     stdout = stdout or sys.stdout
     runtime = build_runtime(settings)
     bridge = None
+    scheduler_task = None
     try:
         if settings.mqtt.url:
             from .device_link import start_device_link
 
             bridge = await start_device_link(runtime)
         runner = runtime.new_turn_runner()
+
+        async def print_reminder(event) -> bool:
+            from .reminders import reminder_line
+
+            speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
+            print(render(speech, json_lines), file=stdout, flush=True)
+            return True
+
+        if hasattr(runtime.calendar, "due_occurrences"):
+            from .reminders import start_scheduler
+
+            _, scheduler_task = start_scheduler(runtime, print_reminder)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))
         if not json_lines and stdin.isatty():
@@ -83,6 +96,9 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                 break
             publish(SessionState.LISTENING)
     finally:
+        if scheduler_task is not None:
+            scheduler_task.cancel()
+            await asyncio.gather(scheduler_task, return_exceptions=True)
         runtime.signals.publish(StateSignal(state=SessionState.CLOSED))
         if bridge is not None:
             await asyncio.sleep(0.05)  # let the adapter mirror the last state before it stops

@@ -276,7 +276,8 @@ class TurnRunner:
         now = time.perf_counter()
         ms = lambda a, b: None if a is None else round((a - b) * 1000, 3)  # noqa: E731
         agent_calls = self.event_agent.calls[agent_calls_before:] if self.event_agent else []
-        chat_calls = [c for c in (first, second) if c is not None]
+        # a call that never reached the provider (connection refused) is not an LLM call
+        chat_calls = [c for c in (first, second) if c is not None and c.fault != "connect"]
         results: list[EventResult] = list(outcome.results)
         events = []
         for result, delay in zip(results, outcome.dispatch_delays_ms):

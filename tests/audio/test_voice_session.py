@@ -1,0 +1,137 @@
+"""The whole voice loop on the virtual sound card: `toy-runtime run` as a real process captures piper speech from
+the "mic" monitor, answers through the scripted LLM server, and speaks into "speaker", which the test records and
+transcribes. Checks the ordering the design requires and a clean shutdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.audio.conftest import transcribe
+from toy_runtime.audio.resample import resample
+from toy_runtime.testing.fake_searxng import FakeSearxng
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+pytestmark = pytest.mark.audio
+
+SEARCH_HOLD_S = 2.0
+
+
+def audit_records(path: Path, kind: str | None = None) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if kind is None or record.get("kind") == kind:
+            out.append(record)
+    return out
+
+
+def wait_for(predicate, timeout: float, what: str, proc=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"runtime exited ({proc.returncode}) while waiting for {what}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def rms(pcm: bytes) -> float:
+    x = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
+    return float(np.sqrt(np.mean(x * x))) if len(x) else 0.0
+
+
+def our_streams(card, kind: str) -> list[str]:
+    """Playback (sink-inputs) or capture (source-outputs) streams of PortAudio clients (ours), not pacat/parec."""
+    out = card.pactl("list", kind)
+    blocks = out.split("\n\n")
+    return [b for b in blocks if "application.process.binary" in b and "python" in b]
+
+
+def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak, sphinx, tmp_path):
+    asked = []
+
+    def answer(request):
+        last = str(request["messages"][-1]["content"])
+        if last.startswith("[event results]"):
+            return Reply(text="I checked, and it will be sunny and warm today.")
+        asked.append(last)
+        if len(asked) == 1:  # keyed on order, not on the transcript, so an ASR slip cannot change the script
+            return Reply(text="Good question, let me look that up for you."
+                              "<agent_events>knowledge.web.search</agent_events>")
+        return Reply(text="Bye bye, see you soon!<agent_events>session.terminate</agent_events>")
+
+    with ScriptedLLMServer(answer) as llm, FakeSearxng(mode="slow", delay_s=SEARCH_HOLD_S) as searx:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env.update(sound_card.runtime_env)
+        env.update({
+            "TOY_STATE_DIR": str(tmp_path),
+            "TOY_AUDIO__INPUT_DEVICE": "pulse",
+            "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
+            "TOY_LLM__BASE_URL": llm.url,
+            "TOY_LLM__MODEL": "scripted-model",
+            "TOY_SEARCH__URL": searx.url,
+            "TOY_SEARCH__TIMEOUT_S": "3.5",
+            "TOY_SESSION__IDLE_TIMEOUT_S": "30",
+        })
+        audit = tmp_path / "audit.jsonl"
+        recording = sound_card.start_recording()
+        proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)
+            time.sleep(0.5)
+            question = speak("what is the weather today")
+            sound_card.play_to_mic(question.pcm, question.sample_rate_hz, pad_ms=100)
+            turn = wait_for(lambda: audit_records(audit, "voice.turn"), 40, "the first spoken turn", proc)[0]
+
+            # answer 1 was audible long before the held search finished
+            waterfall = turn["waterfall_ms"]
+            assert "weather" in turn["text"] and asked[0] == turn["text"]
+            assert waterfall["first_audio"] is not None
+            search_done = waterfall["event:knowledge.web.search"]
+            assert search_done - waterfall["first_audio"] > 1000, waterfall
+            assert waterfall["second_answer_audio"] > search_done
+            assert all("agent_events" not in line for line in turn["spoken"])
+
+            time.sleep(0.5)
+            bye = speak("goodbye")
+            sound_card.play_to_mic(bye.pcm, bye.sample_rate_hz, pad_ms=100)
+            closed = wait_for(lambda: [r for r in audit_records(audit, "voice.session_closed")
+                                       if r["reason"] == "terminated"], 40, "the session to close", proc)
+            assert closed
+            # the session released the speaker; the mic stays open for idle listening
+            wait_for(lambda: not our_streams(sound_card, "sink-inputs"), 5, "the playback stream to close", proc)
+            states = [r["state"] for r in audit_records(audit, "voice.state")]
+            for expected in ("listening", "thinking", "speaking", "idle"):
+                assert expected in states
+        finally:
+            heard = recording.stop()
+            proc.send_signal(signal.SIGTERM)
+            try:
+                out, _ = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+        assert proc.returncode == 0, out
+
+    # what came out of the speaker is audible and says what the LLM said (and never the hidden block)
+    assert rms(heard) > 300
+    text = transcribe(sphinx, heard, lead_ms=0, tail_ms=0)
+    assert "look" in text and "agent" not in text
+    assert not our_streams(sound_card, "source-outputs")

@@ -1,0 +1,181 @@
+"""`toy-runtime run` (always-listening voice loop on the configured devices) and `toy-runtime ptt` (laptop
+push-to-talk: Enter opens a session and the mic, Enter again closes it).
+
+Start-up: the watchdog starts first, models load off the loop with a progress display, devices open, and only then
+systemd hears READY. SIGTERM closes the audio session cleanly (acknowledged events finish) and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from typing import Any
+
+from .config import Settings
+
+log = logging.getLogger("toy_runtime.run")
+
+
+class _Steps:
+    """Minimal model-loading progress lines (replaced by metrics.progress when present)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    @contextlib.asynccontextmanager
+    async def step(self, name: str):
+        started = time.monotonic()
+        print(f"loading {name}…", file=self.stream, flush=True)
+        yield
+        print(f"  {name} ready in {(time.monotonic() - started) * 1000:.0f} ms", file=self.stream, flush=True)
+
+
+def _progress(stream):
+    try:
+        from .metrics.progress import LoadingProgress
+
+        return LoadingProgress(stream)
+    except ImportError:
+        return _Steps(stream)
+
+
+async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: bool = False,
+                    stream=None) -> int:
+    """The voice loop on real devices. Returns the exit code."""
+    from .app import (build_microphone, build_recognizer, build_runtime, build_speaker, build_synthesizer,
+                      build_vad, endpointer_config)
+    from .audio.listener import Listener
+    from .hostevents import HostEvent
+    from .reminders import chat_agent_line, reminder_line, start_scheduler
+    from .service import ServiceNotifier, install_shutdown_handlers
+    from .session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+
+    stream = stream or sys.stderr
+    loop_ = asyncio.get_running_loop()
+    notifier = ServiceNotifier()
+    watchdog = notifier.start_watchdog()
+    started = time.monotonic()
+    progress = _progress(stream)
+    notifier.status("loading models")
+    async with progress.step("speech recognizer"):
+        recognizer = await asyncio.to_thread(build_recognizer, settings)
+    async with progress.step("voice"):
+        synthesizer = await asyncio.to_thread(build_synthesizer, settings)
+    runtime = build_runtime(settings)
+    mic = build_microphone(settings)
+    sink = build_speaker(settings)
+    listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
+    voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
+                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
+                      sink=sink, signals=runtime.signals, audit=runtime.audit,
+                      idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
+                      open_on_speech=not push_to_talk)
+    link = scheduler_task = ptt_task = None
+    shutdown = None
+    try:
+        async def on_button(event: HostEvent) -> None:
+            action = event.input.data.get("action")
+            if action in ("press", "click"):
+                if push_to_talk:
+                    await mic.start()
+                voice.post(OpenSession(reason=f"button.{action}"))
+            elif action == "long_press":
+                voice.post(CloseSession(reason="button.long_press"))
+
+        if settings.mqtt.url:
+            from .device_link import start_device_link
+
+            link = await start_device_link(runtime, on_button=on_button)
+
+        async def deliver(event: HostEvent) -> bool:
+            line = (await chat_agent_line(runtime, event) if settings.calendar.reminder_style == "chat_agent"
+                    else reminder_line(event))
+            return await deliver_host_event(voice, event, line)
+
+        if hasattr(runtime.calendar, "due_occurrences"):
+            _, scheduler_task = start_scheduler(runtime, deliver)
+        if not push_to_talk:
+            await mic.start()
+        else:
+            ptt_task = asyncio.create_task(_push_to_talk(voice, mic, stream), name="ptt-keyboard")
+        shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
+        ready_ms = (time.monotonic() - started) * 1000
+        runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk)
+        notifier.ready(f"listening ({'push-to-talk' if push_to_talk else 'always'})")
+        print(f"ready in {ready_ms:.0f} ms — "
+              + ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if push_to_talk else "listening"),
+              file=stream, flush=True)
+        await voice.run(once=once)
+        return 0
+    finally:
+        notifier.stopping("closing the audio session")
+        for task in (ptt_task, scheduler_task, watchdog):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if shutdown is not None:
+            shutdown.remove()
+        await listener.aclose()
+        await mic.aclose()
+        await sink.aclose()
+        if link is not None:
+            await link.aclose()
+        await runtime.aclose()
+        close = getattr(synthesizer, "close", None)
+        if close:
+            close()
+        notifier.close()
+
+
+async def _push_to_talk(voice, mic, stream) -> None:
+    """Enter toggles talking; end of input stops the loop."""
+    from .session.voice import CloseSession, OpenSession, Stop
+
+    talking = False
+    loop = asyncio.get_running_loop()
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            voice.post(Stop())
+            return
+        talking = not talking
+        if talking:
+            await mic.start()
+            voice.post(OpenSession(reason="push_to_talk"))
+            print("listening… (Enter to stop)", file=stream, flush=True)
+        else:
+            await mic.stop()
+            voice.post(CloseSession(reason="push_to_talk"))
+            print("stopped", file=stream, flush=True)
+
+
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def register(sub) -> None:
+    """Add `run` and `ptt`."""
+    from .cli import _add_turn_flags, _settings_for
+
+    def cmd_run(args: argparse.Namespace) -> int:
+        settings = _settings_for(args)
+        _configure_logging(settings)
+        return asyncio.run(run_voice(settings, once=args.once))
+
+    def cmd_ptt(args: argparse.Namespace) -> int:
+        settings = _settings_for(args)
+        _configure_logging(settings)
+        return asyncio.run(run_voice(settings, push_to_talk=True))
+
+    p = sub.add_parser("run", help="always-listening voice loop on the configured audio devices")
+    _add_turn_flags(p)
+    p.add_argument("--once", action="store_true", help="exit after the first audio session closes")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("ptt", help="push-to-talk on a laptop: Enter to start and stop talking")
+    _add_turn_flags(p)
+    p.set_defaults(func=cmd_ptt)
