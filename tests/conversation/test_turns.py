@@ -24,10 +24,12 @@ def reply_for(mode, text, events):
 
 
 def is_follow_up(request):
+    """The follow-up round: the latest user message is the results message, or tool results follow it."""
     messages = request["messages"]
-    return any(m["role"] == "tool" for m in messages) or any(
-        m["role"] == "user" and str(m.get("content", "")).startswith(RESULTS_PREFIX) for m in messages
-    )
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    if str(messages[last_user].get("content", "")).startswith(RESULTS_PREFIX):
+        return True
+    return any(m["role"] == "tool" for m in messages[last_user:])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -311,7 +313,7 @@ async def test_provider_faults_speak_fallback_and_next_turn_works(fault, llm_ser
                    Reply(text="I'm fine now."))
     h = make_harness(mode="dual_agent", base_url=llm_server.url, read_timeout_s=0.5)
     broken = await h.turn("hello")
-    assert broken.speech()[-1] == h.runtime.settings.agent.fault_line
+    assert " ".join(broken.speech()).endswith(h.runtime.settings.agent.fault_line)
     assert broken.metrics["fault"] is not None
     assert h.audit.of("llm.fault")
     ok = await h.turn("hello again")
@@ -344,7 +346,7 @@ async def test_offline_gate_without_endpoint(make_harness):
     assert turn.events[0].status is EventStatus.SUCCEEDED and (await h.mixer.get()).level == 30
     assert turn.speech(answer=1)  # a templated reply
     chat = await h.turn("tell me a story about a dragon")
-    assert chat.speech() == [h.runtime.settings.agent.offline_line] and chat.events == []
+    assert " ".join(chat.speech()) == h.runtime.settings.agent.offline_line and chat.events == []
     bye = await h.turn("goodbye")
     assert bye.end.terminated
 
@@ -386,3 +388,28 @@ async def test_chinese_schedule_confirmation(llm_server, make_harness):
     assert event.status is EventStatus.SUCCEEDED
     [line] = turn.speech(answer=2)
     assert line.startswith("好的，") and "提醒你" in line
+
+
+async def test_event_agent_derives_a_focused_query_from_history(make_harness):
+    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+
+    seen = {}
+
+    def answer(request):
+        if isinstance(request.get("tool_choice"), dict):
+            seen["event_agent"] = request["messages"]
+            return Reply(tool_calls=[("web_search", json.dumps({"query": "weather in Paris tomorrow"}))])
+        if is_follow_up(request):
+            return Reply(text="I checked: tomorrow in Paris will be rainy.")
+        return Reply(text="Let me check.<agent_events>knowledge.web.search</agent_events>")
+
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode="dual_agent", base_url=server.url)
+        first = await h.turn("what's the weather in Paris today?")
+        second = await h.turn("and what about tomorrow?")
+    assert first.events[0].arguments["query"].lower().startswith("the weather in paris")  # self-contained: no LLM
+    assert first.metrics["event_agent"]["calls"] == 0
+    assert second.events[0].arguments["query"] == "weather in Paris tomorrow"
+    assert second.events[0].resolution.value == "llm_fallback"
+    history_text = json.dumps(seen["event_agent"])
+    assert "Paris" in history_text  # EventAgent saw the minimal history slice

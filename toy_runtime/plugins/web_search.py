@@ -69,20 +69,42 @@ def _latest_user_words(ctx: ResolveContext) -> str:
     return ""
 
 
+_EN_ANAPHORA = re.compile(r"^(?:and|so|but)?\s*(?:what|how)\s+about\b|^(?:and|also)\b|\b(?:it|that|this|them|they|"
+                          r"him|her|he|she|there|those|these)\b", re.IGNORECASE)
+_ZH_ANAPHORA = re.compile(r"^(?:那|那么|还有|另外)|(?:他|她|它|他们|那个|这个|那里|那儿)")
+
+
+def depends_on_history(words: str, query: str, ctx: ResolveContext) -> bool:
+    """True when the request only makes sense with earlier turns ("what about tomorrow?", "那明天呢？").
+
+    Then the query is left to EventAgent, which sees the recent history; a self-contained request never is.
+    """
+    if not any(turn.get("role") == "user" for turn in ctx.history):
+        return False
+    if _ZH_ANAPHORA.search(words):
+        return len(query) <= 12
+    return bool(_EN_ANAPHORA.search(words)) and len(query.split()) <= 6
+
+
 def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
     """The provider's query (tidied) or one derived from the latest user request; max_results clamped to 1..5."""
     given = proposed or {}
     query = collapse_spaces(str(given["query"]))[:MAX_QUERY] if given.get("query") is not None else ""
+    derived_needs_history = False
     if not query:
-        query = clean_query(_latest_user_words(ctx))
+        words = _latest_user_words(ctx)
+        query = clean_query(words)
+        derived_needs_history = bool(query) and depends_on_history(words, query, ctx)
     args: dict[str, Any] = {}
     raw = given.get("max_results")
     if raw is not None and not isinstance(raw, bool):
         number = raw if isinstance(raw, int) else parse_number(str(raw))
         if number is not None:
             args["max_results"] = max(1, min(MAX_RESULTS, int(number)))  # read-only: clamping is harmless
-    if not query:
+    if not query or derived_needs_history:
         question = "你想让我查什么？" if wants_chinese(ctx.utterance, ctx.locale) else "What should I look up?"
+        if derived_needs_history:  # EventAgent builds the focused query from the request + recent history
+            return Resolution(arguments=args, ambiguous=("query",), question=question)
         return Resolution(arguments=args, missing=("query",), question=question)
     return Resolution(arguments={"query": query, **args})
 

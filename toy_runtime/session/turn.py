@@ -107,7 +107,9 @@ class TurnRunner:
                 emit(speech)
                 return
             # whole template lines are cut the same way, so speech can start with their first clause
-            splitter = SpeechSplitter(first_clause_min_chars=self.config.first_clause_min_chars)
+            # (an early first clause only for answer 1, where it decides how soon the child hears anything)
+            early = self.config.first_clause_min_chars if speech.answer == 1 else 0
+            splitter = SpeechSplitter(first_clause_min_chars=early, first_clause_min_chars_cjk=early)
             for part in splitter.feed(speech.text) + splitter.flush():
                 piece = Speech(speech.answer, part, sources=speech.sources, kind=speech.kind, at=speech.at)
                 spoken.append(piece)
