@@ -307,3 +307,13 @@ async def test_abort_cancels_events_that_have_not_started(recorder, context):
     outcome = await run.wait()
     assert [c[0] for c in recorder.calls] == ["work"]  # the terminal event of the discarded turn never ran
     assert outcome.results[1].status is EventStatus.SUCCEEDED
+
+
+def test_redaction_keeps_numbers_and_hides_secret_text():
+    from toy_runtime.events import redact
+
+    out = redact({"prompt_tokens": 12, "first_token": 3.5, "api_key": "abc", "nested": {"password": "pw"},
+                  "note": "Bearer abcdefghijkl", "token": ""})
+    assert out["prompt_tokens"] == 12 and out["first_token"] == 3.5
+    assert out["api_key"] == "***" and out["nested"]["password"] == "***"
+    assert "abcdefghijkl" not in out["note"]

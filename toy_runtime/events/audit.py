@@ -20,7 +20,8 @@ def redact(value: Any) -> Any:
     """Return a copy of `value` with secret-looking keys and tokens replaced by ***."""
     if isinstance(value, Mapping):
         return {
-            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and v not in (None, "") else redact(v))
+            # only text can be a secret: counts and timings such as `prompt_tokens` or `first_token` stay readable
+            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and isinstance(v, str) and v else redact(v))
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):

@@ -70,6 +70,7 @@ class VoiceTurnRecord:
     spoken: list[str] = field(default_factory=list)
     terminated: bool = False
     interrupted: bool = False
+    turn_id: str | None = None
 
     def waterfall_ms(self) -> dict[str, float | None]:
         """Each milestone in ms after the end of speech."""
@@ -100,6 +101,7 @@ class VoiceTurnRecord:
             runtime_added = round(first_audio - hangover - (ttft or 0.0) - (tts_ms or 0.0), 1)
         return {
             "turn": self.turn,
+            "turn_id": self.turn_id,
             "text": self.text,
             "waterfall_ms": waterfall,
             "voice_to_voice_ms": first_audio,
@@ -376,6 +378,7 @@ class VoiceLoop:
             if end is not None:
                 record.turn_metrics = end.metrics
                 record.terminated = end.terminated
+                record.turn_id = end.turn_id
 
     def _finish_record(self, record: VoiceTurnRecord, speaker: TurnSpeaker) -> None:
         first, second = speaker.marks.get(1), speaker.marks.get(2)

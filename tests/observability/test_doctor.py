@@ -1,0 +1,272 @@
+"""`toy-runtime doctor` against real things: TOML files, directories, a scripted OpenAI-compatible server, mosquitto
+with a password file, the ALSA `pulse` mixer, the bundled speech models and PortAudio."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from toy_runtime.cli import main
+from toy_runtime.doctor import CHECKS, diagnose, run_doctor
+from toy_runtime.doctor.host import check_state_dir
+from toy_runtime.testing.broker import free_port
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+from .conftest import PYTHON, ROOT, doctor_child_env, only
+
+
+def by_name(results):
+    return {r.name: r for r in results}
+
+
+# -- config ------------------------------------------------------------------------------------------------
+
+
+async def test_bad_toml_is_a_config_failure_with_exit_1(tmp_path: Path) -> None:
+    profile = tmp_path / "toy.toml"
+    profile.write_text("[llm\nmodel = 'x'\n")
+    out = io.StringIO()
+    code = await run_doctor(config=profile, stream=out)
+    text = out.getvalue()
+    assert code == 1
+    assert "FAIL  config" in text and "invalid TOML" in text and str(profile) in text
+    assert "fix:" in text
+    # nothing else can be checked without settings
+    assert text.count("SKIP") == len(CHECKS) - 1 and "the configuration is invalid" in text
+
+
+def test_unknown_key_via_the_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = tmp_path / "toy.toml"
+    profile.write_text("[llm]\nbogus = 1\n")
+    code = main(["doctor", "--config", str(profile), "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [r["name"] for r in rows] == list(CHECKS)
+    assert set(rows[0]) == {"name", "status", "detail", "fix", "ms"}
+    assert rows[0]["status"] == "FAIL" and rows[0]["detail"] == "llm.bogus: unknown key"
+    assert all(r["status"] == "SKIP" for r in rows[1:])
+
+
+# -- state directory ---------------------------------------------------------------------------------------
+
+
+async def test_state_dir_writable_is_ok_and_leaves_nothing_behind(make_settings, tmp_path: Path) -> None:
+    settings = make_settings()
+    results = by_name(await diagnose(settings, skip=only("state-dir")))
+    assert results["state-dir"].status == "OK", results["state-dir"]
+    assert str(settings.state_dir) in results["state-dir"].detail and "GB free" in results["state-dir"].detail
+    assert list(settings.state_dir.iterdir()) == []  # the probe file was deleted
+    assert all(results[n].status == "SKIP" for n in only("state-dir"))
+
+
+async def test_state_dir_under_a_regular_file_fails(make_settings, tmp_path: Path) -> None:
+    # tests run as root, so a chmod'ed directory would still be writable: a path through a file never is
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    settings = make_settings(TOY_STATE_DIR=str(blocker / "state"))
+    out = io.StringIO()
+    code = await run_doctor(settings, stream=out, skip=only("state-dir"))
+    text = out.getvalue()
+    assert code == 1
+    assert "FAIL  state-dir" in text and "not writable" in text and "Not a directory" in text
+    assert "fix: " in text and "TOY_STATE_DIR" in text
+
+
+async def test_little_free_space_is_a_warning(make_settings) -> None:
+    verdict = await check_state_dir(make_settings(), min_free_mb=10 ** 12)
+    assert verdict.status == "WARN" and "MB free" in verdict.detail and verdict.fix
+
+
+# -- LLM ---------------------------------------------------------------------------------------------------
+
+
+async def test_llm_streams_one_token(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK", delay_s=0.05)) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_LLM__MODEL="scripted-model")
+        results = by_name(await diagnose(settings, skip=only("llm")))
+        request = server.requests[-1]
+    llm = results["llm"]
+    assert llm.status == "OK", llm
+    assert "first token in" in llm.detail and "scripted-model" in llm.detail
+    assert request["stream"] is True and request["max_tokens"] == 1
+
+
+async def test_llm_on_a_closed_port_fails(make_settings) -> None:
+    settings = make_settings(TOY_LLM__BASE_URL=f"http://127.0.0.1:{free_port()}/v1")
+    out = io.StringIO()
+    code = await run_doctor(settings, stream=out, skip=only("llm"))
+    assert code == 1
+    assert "FAIL  llm" in out.getvalue() and "cannot connect" in out.getvalue()
+    assert "llm.base_url" in out.getvalue()
+
+
+async def test_llm_server_error_is_a_failure_naming_the_status(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(fault="http_500")) as server:
+        results = by_name(await diagnose(make_settings(TOY_LLM__BASE_URL=server.url), skip=only("llm")))
+    assert results["llm"].status == "FAIL" and "HTTP 500" in results["llm"].detail
+
+
+async def test_offline_is_a_warning_and_does_not_fail(make_settings) -> None:
+    out = io.StringIO()
+    code = await run_doctor(make_settings(), stream=out, skip=only("llm"))
+    assert code == 0
+    assert "WARN  llm" in out.getvalue() and "offline: only the deterministic gate answers" in out.getvalue()
+    assert "fix: set llm.base_url" in out.getvalue()
+
+
+async def test_a_hanging_check_is_cut_by_its_timeout(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(fault="hang")) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url)
+        results = by_name(await diagnose(settings, skip=only("llm"), timeouts={"llm": 0.5}))
+    assert results["llm"].status == "FAIL" and "no result within 0.5 s" in results["llm"].detail
+    assert results["llm"].ms < 5000
+
+
+# -- broker ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.mqtt
+async def test_broker_accepts_the_credentials(make_settings, broker_with_users) -> None:
+    settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
+                             TOY_MQTT__PASSWORD="s3cret")
+    results = by_name(await diagnose(settings, skip=only("broker")))
+    assert results["broker"].status == "OK", results["broker"]
+    assert "as toy" in results["broker"].detail and "session in" in results["broker"].detail
+    assert "doctor-toy1-" in broker_with_users.log_text()  # the probe, not a runtime client, connected
+
+
+@pytest.mark.mqtt
+async def test_broker_with_a_wrong_password_is_bad_credentials(make_settings, broker_with_users) -> None:
+    settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
+                             TOY_MQTT__PASSWORD="wrong")
+    out = io.StringIO()
+    code = await run_doctor(settings, stream=out, skip=only("broker"))
+    assert code == 1
+    assert "FAIL  broker" in out.getvalue() and "bad credentials" in out.getvalue()
+    assert "TOY_MQTT__PASSWORD" in out.getvalue()
+
+
+async def test_broker_on_a_closed_port_fails_fast(make_settings) -> None:
+    settings = make_settings(TOY_MQTT__URL=f"mqtt://127.0.0.1:{free_port()}")
+    results = by_name(await diagnose(settings, skip=only("broker")))
+    assert results["broker"].status == "FAIL" and "cannot reach" in results["broker"].detail
+    assert results["broker"].ms < 3000
+
+
+async def test_no_broker_configured_is_skipped(make_settings) -> None:
+    results = by_name(await diagnose(make_settings(), skip=only("broker", "alsa-control")))
+    assert results["broker"].status == "SKIP" and "mqtt.url" in results["broker"].detail
+    assert results["alsa-control"].status == "SKIP" and "memory" in results["alsa-control"].detail
+
+
+# -- ALSA mixer --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.audio
+async def test_alsa_master_on_pulse_is_ok(make_settings, pulse_mixer) -> None:
+    pulse_mixer.set_sink_volume_pct(40)
+    pulse_mixer.set_sink_muted(False)
+    settings = make_settings(TOY_VOLUME__BACKEND="alsa", TOY_VOLUME__DEVICE="pulse", TOY_VOLUME__CONTROL="Master")
+    results = by_name(await diagnose(settings, skip=only("alsa-control")))
+    assert results["alsa-control"].status == "OK", results["alsa-control"]
+    assert results["alsa-control"].detail == "'Master' on 'pulse': 40 %"
+
+
+@pytest.mark.audio
+async def test_alsa_muted_master_is_a_warning(make_settings, pulse_mixer) -> None:
+    pulse_mixer.set_sink_muted(True)
+    try:
+        settings = make_settings(TOY_VOLUME__BACKEND="alsa", TOY_VOLUME__DEVICE="pulse")
+        results = by_name(await diagnose(settings, skip=only("alsa-control")))
+    finally:
+        pulse_mixer.set_sink_muted(False)
+    assert results["alsa-control"].status == "WARN" and "muted" in results["alsa-control"].detail
+
+
+@pytest.mark.audio
+async def test_alsa_bogus_control_fails_and_lists_the_real_ones(make_settings, pulse_mixer) -> None:
+    settings = make_settings(TOY_VOLUME__BACKEND="alsa", TOY_VOLUME__DEVICE="pulse", TOY_VOLUME__CONTROL="Bogus")
+    out = io.StringIO()
+    code = await run_doctor(settings, stream=out, skip=only("alsa-control"))
+    assert code == 1
+    lines = out.getvalue().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  alsa-control"))
+    assert "Bogus" in lines[at]
+    assert "fix:" in lines[at + 1] and "Master" in lines[at + 1] and "volume.control" in lines[at + 1]
+
+
+# -- speech engines ----------------------------------------------------------------------------------------
+
+
+async def test_asr_and_tts_load_the_bundled_models(make_settings) -> None:
+    results = by_name(await diagnose(make_settings(), skip=only("asr", "tts")))
+    assert results["asr"].status == "OK", results["asr"]
+    assert "pocketsphinx" in results["asr"].detail and "loaded in" in results["asr"].detail
+    assert results["tts"].status == "OK", results["tts"]
+    assert "joe" in results["tts"].detail and "ms of audio at 22050 Hz" in results["tts"].detail
+
+
+async def test_missing_models_fail_with_a_fix(make_settings, tmp_path: Path) -> None:
+    settings = make_settings(TOY_ASR__ENGINE="vosk", TOY_ASR__MODEL_PATH=str(tmp_path / "no-model"),
+                             TOY_TTS__VOICE_PATH=str(tmp_path / "no-voice.onnx"))
+    results = by_name(await diagnose(settings, skip=only("asr", "tts")))
+    assert results["asr"].status == "FAIL" and "no-model" in results["asr"].detail
+    assert "asr.model_path" in results["asr"].fix
+    assert results["tts"].status == "FAIL" and "not found" in results["tts"].detail
+    assert "tts.voice_path" in results["tts"].fix
+
+
+# -- audio devices -----------------------------------------------------------------------------------------
+
+
+async def test_a_device_that_does_not_exist_fails(make_settings) -> None:
+    settings = make_settings(TOY_AUDIO__INPUT_DEVICE="no-such-mic-xyz", TOY_AUDIO__OUTPUT_DEVICE="no-such-speaker")
+    out = io.StringIO()
+    code = await run_doctor(settings, stream=out, skip=only("audio-input", "audio-output"))
+    text = out.getvalue()
+    assert code == 1
+    assert "FAIL  audio-input" in text and "FAIL  audio-output" in text
+    assert text.count("fix:") == 2
+    assert "audio.input_device" in text or "PortAudio sees none" in text  # devices listed, or none at all
+
+
+def run_doctor_child(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[dict]]:
+    proc = subprocess.run([PYTHON, "-m", "toy_runtime", "doctor", "--json", *args], cwd=ROOT, capture_output=True,
+                          text=True, env=doctor_child_env(env), timeout=120)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_no_audio_device_fails_gracefully(tmp_path: Path) -> None:
+    # A fresh process with no sound server: PortAudio sees no device (unless this machine has real hardware).
+    skips = [a for n in only("audio-input", "audio-output") for a in ("--skip", n)]
+    code, rows = run_doctor_child(*skips, env={"TOY_STATE_DIR": str(tmp_path),
+                                               "PULSE_SERVER": f"unix:{tmp_path}/no-pulse"})
+    results = {r["name"]: r for r in rows}
+    if results["audio-input"]["status"] == "OK":
+        pytest.skip("this machine has a real capture device")
+    assert code == 1
+    assert results["audio-input"]["status"] == "FAIL" and results["audio-input"]["fix"]
+    assert results["audio-output"]["status"] == "FAIL" and results["audio-output"]["fix"]
+    if "PortAudio sees none" in results["audio-input"]["detail"]:
+        assert "arecord -l" in results["audio-input"]["fix"] and "aplay -l" in results["audio-output"]["fix"]
+
+
+@pytest.mark.audio
+def test_virtual_sound_card_opens_at_16k(tmp_path: Path, sound_card) -> None:
+    skips = [a for n in only("audio-input", "audio-output") for a in ("--skip", n)]
+    code, rows = run_doctor_child(*skips, env={"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "pulse",
+                                               "TOY_AUDIO__OUTPUT_DEVICE": "pulse", **sound_card.runtime_env})
+    results = {r["name"]: r for r in rows}
+    assert code == 0, rows
+    assert results["audio-input"]["status"] == "OK" and "captures at 16 kHz" in results["audio-input"]["detail"]
+    assert results["audio-output"]["status"] == "OK" and "plays at" in results["audio-output"]["detail"]
+    # a wrong name while devices exist: the fix lists the real ones
+    code, rows = run_doctor_child(*skips, env={"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "no-mic",
+                                               **sound_card.runtime_env})
+    wrong = {r["name"]: r for r in rows}["audio-input"]
+    assert code == 1 and wrong["status"] == "FAIL"
+    assert "'pulse'" in wrong["fix"] and "audio.input_device" in wrong["fix"]
