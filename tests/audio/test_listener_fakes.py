@@ -1,0 +1,181 @@
+"""The listener through the in-package fakes: what reaches the ASR, when, and how pause/resume behave."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from toy_runtime.audio.endpointer import EndpointerConfig
+from toy_runtime.audio.listener import (
+    Listener,
+    ListeningTimeout,
+    PartialTranscript,
+    SpeechStart,
+    Utterance,
+    UtteranceDiscarded,
+)
+from toy_runtime.fakes.audio import ListSource, ScriptedASR, ScriptedVAD
+from toy_runtime.ports.speech import SpeechEngineError
+
+CFG = EndpointerConfig(preroll_ms=200, start_ms=60, hangover_ms=200, min_utterance_ms=200, max_utterance_ms=10000)
+
+
+def source(*segments, **kw) -> ListSource:
+    return ListSource.from_segments(segments, clock=lambda: 100.0, **kw)
+
+
+async def collect(listener: Listener, src: ListSource) -> list:
+    await src.start()
+    return [e async for e in listener.events()]
+
+
+async def test_two_utterances_only_speech_reaches_the_asr():
+    src = source(("silence", 1000), ("speech", 600), ("silence", 1000), ("speech", 400), ("silence", 500))
+    asr = ScriptedASR(["turn it up", "thank you"])
+    vad = ScriptedVAD()
+    listener = Listener(src, vad, asr, CFG)
+    try:
+        events = await collect(listener, src)
+    finally:
+        await listener.aclose()
+    utts = [e for e in events if isinstance(e, Utterance)]
+    assert [u.text for u in utts] == ["turn it up", "thank you"]
+    assert [type(e) for e in events] == [SpeechStart, Utterance, SpeechStart, Utterance]
+    first, second = utts
+    assert first.started_at == pytest.approx(101.0)
+    assert first.ended_at == pytest.approx(101.6)  # VAD end of speech
+    assert first.endpoint_at == pytest.approx(101.8)  # + 200 ms hangover
+    assert first.hangover_ms == pytest.approx(200)
+    assert first.reason == "hangover"
+    assert second.started_at == pytest.approx(102.6)
+    # pre-roll (200) + speech + hangover (200): nothing of the idle silence was fed to the ASR
+    assert asr.utterance_ms == pytest.approx([1000.0, 800.0])
+    assert first.audio_ms == pytest.approx(1000.0)
+    assert asr.total_fed_ms == pytest.approx(1800.0)
+    assert vad.calls == src.frames_delivered == 175  # 3.5 s of 20 ms frames, every one checked by the VAD
+    assert first.asr_final_at >= first.decided_at
+
+
+async def test_too_short_is_discarded_and_the_asr_reset():
+    src = source(("silence", 300), ("speech", 100), ("silence", 600))
+    asr = ScriptedASR(["never"])
+    listener = Listener(src, ScriptedVAD(), asr, CFG)
+    events = await collect(listener, src)
+    await listener.aclose()
+    assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded]
+    assert events[1] == UtteranceDiscarded("too_short", pytest.approx(100.0))
+    assert asr.resets == 1 and asr.utterance_ms == []
+
+
+async def test_paused_listener_hears_nothing_and_resume_starts_clean():
+    src = source(("speech", 600), ("silence", 400), ("speech", 600), ("silence", 400))
+    asr = ScriptedASR(["second"])
+    vad = ScriptedVAD()
+    listener = Listener(src, vad, asr, CFG)
+    listener.pause()
+    await src.start()
+    events = [e async for e in listener.events()]
+    await listener.aclose()
+    assert events == []  # deaf throughout
+    assert vad.calls == 0  # paused listening does not even run the VAD
+    assert asr.starts == 0
+
+
+async def test_pause_mid_utterance_discards_it_and_resume_hears_the_next():
+    # real-time paced so a resume can happen "later", during the silence between the two utterances
+    src = ListSource.from_segments(
+        [("speech", 300), ("silence", 300), ("speech", 400), ("silence", 300)], realtime=True
+    )
+    asr = ScriptedASR(["second"])
+    listener = Listener(src, ScriptedVAD(), asr, CFG)
+
+    async def resume_in_the_gap() -> None:
+        while src.frames_delivered < 20:  # 400 ms: inside the first silence
+            await asyncio.sleep(0.005)
+        listener.resume()
+
+    await src.start()
+    events = []
+    resumer = None
+    try:
+        async for event in listener.events():
+            events.append(event)
+            if isinstance(event, SpeechStart) and len(events) == 1:
+                listener.pause()
+                resumer = asyncio.create_task(resume_in_the_gap(), name="test-resume")
+    finally:
+        if resumer is not None:
+            await resumer
+        await listener.aclose()
+    assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded, SpeechStart, Utterance]
+    assert events[1].reason == "paused"
+    assert events[3].text == "second"
+    # the second utterance, not the tail of the first
+    assert events[2].at - events[0].at == pytest.approx(0.6, abs=0.001)
+    assert asr.resets == 1
+
+
+async def test_no_speech_timeout_is_reported():
+    cfg = EndpointerConfig(no_speech_timeout_ms=500)
+    src = source(("silence", 1200))
+    listener = Listener(src, ScriptedVAD(), ScriptedASR(), cfg)
+    events = await collect(listener, src)
+    await listener.aclose()
+    assert events == [ListeningTimeout(waited_ms=500, at=pytest.approx(100.5))]
+
+
+async def test_partials_stream_while_speaking():
+    src = source(("speech", 1000), ("silence", 400))
+    asr = ScriptedASR(["one two three four"], partial_every_ms=200)
+    listener = Listener(src, ScriptedVAD(), asr, CFG)
+    events = await collect(listener, src)
+    await listener.aclose()
+    partials = [e.text for e in events if isinstance(e, PartialTranscript)]
+    assert partials and partials[0] == "one"
+    assert all(b.startswith(a) for a, b in zip(partials, partials[1:]))
+    assert isinstance(events[-1], Utterance) and events[-1].text == "one two three four"
+
+
+class ExplodingASR(ScriptedASR):
+    def accept(self, pcm: bytes):
+        raise OSError("decoder crashed")
+
+
+async def test_asr_failure_surfaces_as_speech_engine_error():
+    src = source(("speech", 600), ("silence", 400))
+    listener = Listener(src, ScriptedVAD(), ExplodingASR(), CFG)
+    await src.start()
+    with pytest.raises(SpeechEngineError) as info:
+        async for _ in listener.events():
+            pass
+    await listener.aclose()
+    assert info.value.code == "asr-failed"
+    assert isinstance(info.value.__cause__, OSError)
+
+
+async def test_realtime_source_paces_frames():
+    src = ListSource.from_segments([("silence", 200)], realtime=True)
+    listener = Listener(src, ScriptedVAD(), ScriptedASR(), CFG)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await collect(listener, src)
+    await listener.aclose()
+    assert loop.time() - t0 >= 0.19  # ten 20 ms frames cannot arrive faster than they were "captured"
+
+
+async def test_pause_and_resume_between_two_frames_still_discards_the_open_utterance():
+    # 100 ms: after the pause at 60 ms, the 40 ms left of it are too short to reopen speech
+    src = source(("speech", 100), ("silence", 400), ("speech", 400), ("silence", 400))
+    asr = ScriptedASR(["only the second"])
+    listener = Listener(src, ScriptedVAD(), asr, CFG)
+    await src.start()
+    events = []
+    async for event in listener.events():
+        events.append(event)
+        if isinstance(event, SpeechStart) and len(events) == 1:
+            listener.pause()
+            listener.resume()
+    await listener.aclose()
+    assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded, SpeechStart, Utterance]
+    assert events[-1].text == "only the second" and len(asr.utterance_ms) == 1

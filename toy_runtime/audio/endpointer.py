@@ -1,0 +1,242 @@
+"""Utterance endpointing as a pure state machine over (frame, is_speech, frame_ms).
+
+It never reads a clock and never calls a model (the pattern of Home Assistant's assist_pipeline/vad.py): time is
+the sum of the frame durations it is given, so tests on synthetic frame sequences are exact. Positions in events
+are milliseconds since the last `reset()`.
+
+Rules
+- Idle: frames are kept in a pre-roll buffer. Speech opens after `start_ms` of *consecutive* speech frames; the
+  opening event carries the pre-roll (at most `preroll_ms` before the speech run) and the speech run itself.
+- Open: every further frame is passed on (`SpeechContinues`), silent ones too, so a recognizer hears the tail.
+  Speech ends after `hangover_ms` of consecutive silence (reason "hangover"), or when the utterance (from the first
+  speech frame) reaches `max_utterance_ms` (reason "max_length"). A hangover end whose speech (first to last speech
+  frame) lasted less than `min_utterance_ms` is `TooShort` instead: a cough or a click, to be discarded.
+- `no_speech_timeout_ms` (optional): after a reset and after each end, if that much audio passes without speech
+  opening, `NoSpeechTimeout` is emitted once (then the timer is disarmed until the next reset or end).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar, Union
+
+F = TypeVar("F")
+
+__all__ = [
+    "EndpointerConfig",
+    "Endpointer",
+    "SpeechStarted",
+    "SpeechContinues",
+    "SpeechEnded",
+    "TooShort",
+    "NoSpeechTimeout",
+    "EndpointEvent",
+]
+
+
+@dataclass(frozen=True)
+class EndpointerConfig:
+    """Endpointing durations, all in milliseconds."""
+
+    preroll_ms: float = 300.0
+    start_ms: float = 60.0
+    hangover_ms: float = 200.0
+    min_utterance_ms: float = 200.0
+    max_utterance_ms: float = 15000.0
+    no_speech_timeout_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.start_ms <= 0 or self.hangover_ms <= 0:
+            raise ValueError("start_ms and hangover_ms must be > 0")
+        if self.preroll_ms < 0 or self.min_utterance_ms < 0:
+            raise ValueError("preroll_ms and min_utterance_ms must be >= 0")
+        if self.max_utterance_ms <= max(self.start_ms, self.min_utterance_ms):
+            raise ValueError("max_utterance_ms must exceed start_ms and min_utterance_ms")
+        if self.no_speech_timeout_ms is not None and self.no_speech_timeout_ms <= 0:
+            raise ValueError("no_speech_timeout_ms must be > 0 or None")
+
+
+@dataclass(frozen=True)
+class SpeechStarted(Generic[F]):
+    """Speech opened. `preroll` came before the speech run, `speech` is the run that opened it (current frame last)."""
+
+    preroll: tuple[F, ...]
+    speech: tuple[F, ...]
+    speech_start_ms: float
+    at_ms: float
+
+    @property
+    def frames(self) -> tuple[F, ...]:
+        """Pre-roll then speech: everything a recognizer should hear first."""
+        return self.preroll + self.speech
+
+
+@dataclass(frozen=True)
+class SpeechContinues(Generic[F]):
+    """A frame inside an open utterance (speech or hangover silence)."""
+
+    frame: F
+    is_speech: bool
+
+
+@dataclass(frozen=True)
+class SpeechEnded:
+    """The utterance is complete. `speech_end_ms` is the end of its last speech frame; `at_ms` when it was decided."""
+
+    reason: Literal["hangover", "max_length"]
+    speech_start_ms: float
+    speech_end_ms: float
+    at_ms: float
+
+    @property
+    def speech_ms(self) -> float:
+        """Duration from the first to the end of the last speech frame."""
+        return self.speech_end_ms - self.speech_start_ms
+
+
+@dataclass(frozen=True)
+class TooShort:
+    """An opened utterance whose speech lasted less than `min_utterance_ms`: discard it."""
+
+    speech_start_ms: float
+    speech_end_ms: float
+    at_ms: float
+
+    @property
+    def speech_ms(self) -> float:
+        """Duration from the first to the end of the last speech frame."""
+        return self.speech_end_ms - self.speech_start_ms
+
+
+@dataclass(frozen=True)
+class NoSpeechTimeout:
+    """No speech opened within `no_speech_timeout_ms` of the last reset or utterance end."""
+
+    waited_ms: float
+    at_ms: float
+
+
+EndpointEvent = Union[SpeechStarted, SpeechContinues, SpeechEnded, TooShort, NoSpeechTimeout]
+
+
+@dataclass
+class _Idle(Generic[F]):
+    history: deque = field(default_factory=deque)  # (frame, frame_ms) before and including the current run
+    run_ms: float = 0.0  # consecutive speech at the end of history
+    run_frames: int = 0
+
+
+class Endpointer(Generic[F]):
+    """The endpointing state machine. Frames are opaque to it (an AudioFrame in the runtime, ints in tests)."""
+
+    def __init__(self, config: EndpointerConfig | None = None) -> None:
+        self.config = config or EndpointerConfig()
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to idle, pre-roll emptied, position 0, no-speech timer re-armed."""
+        self._pos = 0.0
+        self._open = False
+        self._idle: _Idle[F] = _Idle()
+        self._speech_start = 0.0
+        self._last_speech_end = 0.0
+        self._silence_ms = 0.0
+        self._arm_timeout()
+
+    @property
+    def in_speech(self) -> bool:
+        """True while an utterance is open."""
+        return self._open
+
+    @property
+    def position_ms(self) -> float:
+        """Milliseconds of audio processed since the last reset."""
+        return self._pos
+
+    def process(self, frame: F, is_speech: bool, frame_ms: float) -> list[EndpointEvent]:
+        """Feed one frame; returns the events it causes, in order (usually none or one)."""
+        if frame_ms <= 0:
+            raise ValueError("frame_ms must be > 0")
+        start = self._pos
+        self._pos += frame_ms
+        if self._open:
+            return self._process_open(frame, is_speech, frame_ms, start)
+        return self._process_idle(frame, is_speech, frame_ms, start)
+
+    def _process_idle(self, frame: F, is_speech: bool, frame_ms: float, start: float) -> list[EndpointEvent]:
+        cfg = self.config
+        idle = self._idle
+        idle.history.append((frame, frame_ms))
+        if is_speech:
+            idle.run_ms += frame_ms
+            idle.run_frames += 1
+        else:
+            idle.run_ms = 0.0
+            idle.run_frames = 0
+        if idle.run_ms >= cfg.start_ms:
+            return [self._open_speech(start + frame_ms)]
+        self._trim_preroll()
+        events: list[EndpointEvent] = []
+        if self._timeout_left is not None:
+            self._timeout_left -= frame_ms
+            if self._timeout_left <= 0:
+                events.append(NoSpeechTimeout(waited_ms=self._timeout_total, at_ms=self._pos))
+                self._timeout_left = None
+        return events
+
+    def _trim_preroll(self) -> None:
+        # Keep at most preroll_ms of audio before the current speech run.
+        idle = self._idle
+        before = len(idle.history) - idle.run_frames
+        before_ms = sum(ms for _, ms in list(idle.history)[:before])
+        while before > 0 and before_ms > self.config.preroll_ms:
+            _, ms = idle.history.popleft()
+            before_ms -= ms
+            before -= 1
+
+    def _open_speech(self, now: float) -> SpeechStarted:
+        idle = self._idle
+        self._trim_preroll()
+        items = list(idle.history)
+        split = len(items) - idle.run_frames
+        preroll = tuple(f for f, _ in items[:split])
+        speech = tuple(f for f, _ in items[split:])
+        speech_start = now - idle.run_ms
+        self._open = True
+        self._speech_start = speech_start
+        self._last_speech_end = now
+        self._silence_ms = 0.0
+        self._idle = _Idle()
+        self._timeout_left = None
+        return SpeechStarted(preroll=preroll, speech=speech, speech_start_ms=speech_start, at_ms=now)
+
+    def _process_open(self, frame: F, is_speech: bool, frame_ms: float, start: float) -> list[EndpointEvent]:
+        cfg = self.config
+        now = start + frame_ms
+        events: list[EndpointEvent] = [SpeechContinues(frame=frame, is_speech=is_speech)]
+        if is_speech:
+            self._silence_ms = 0.0
+            self._last_speech_end = now
+        else:
+            self._silence_ms += frame_ms
+        if now - self._speech_start >= cfg.max_utterance_ms:
+            events.append(SpeechEnded("max_length", self._speech_start, self._last_speech_end, now))
+            self._close()
+        elif self._silence_ms >= cfg.hangover_ms:
+            if self._last_speech_end - self._speech_start < cfg.min_utterance_ms:
+                events.append(TooShort(self._speech_start, self._last_speech_end, now))
+            else:
+                events.append(SpeechEnded("hangover", self._speech_start, self._last_speech_end, now))
+            self._close()
+        return events
+
+    def _close(self) -> None:
+        self._open = False
+        self._silence_ms = 0.0
+        self._idle = _Idle()
+        self._arm_timeout()
+
+    def _arm_timeout(self) -> None:
+        self._timeout_total = self.config.no_speech_timeout_ms
+        self._timeout_left: float | None = self._timeout_total

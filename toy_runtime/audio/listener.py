@@ -1,0 +1,279 @@
+"""The listening stage: mic frames → VAD → endpointer → streaming ASR → utterances.
+
+Idle listening costs one VAD call per frame. Audio reaches the recognizer only while an utterance is open, and it
+is decoded *while the user speaks* (one dedicated worker thread, calls queued in order), so after the end of
+speech only the recognizer's final step remains. `pause()` makes the listener deaf (half-duplex: the toy does not
+hear itself); frames are still drained from the source so its queue never overflows.
+
+Run `events()` in its own named task and iterate it continuously; hand its events to the session through a
+bounded queue of your own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Literal, Union
+
+from toy_runtime.audio.endpointer import (
+    Endpointer,
+    EndpointerConfig,
+    NoSpeechTimeout,
+    SpeechContinues,
+    SpeechEnded,
+    SpeechStarted,
+    TooShort,
+)
+from toy_runtime.ports.audio import AudioFrame, AudioSource, VoiceActivityDetector
+from toy_runtime.ports.speech import SpeechEngineError, SpeechRecognizer
+
+__all__ = [
+    "Listener",
+    "ListenerEvent",
+    "SpeechStart",
+    "PartialTranscript",
+    "Utterance",
+    "UtteranceDiscarded",
+    "ListeningTimeout",
+]
+
+
+@dataclass(frozen=True)
+class SpeechStart:
+    """The user started speaking. `at` is the source time of the first speech sample."""
+
+    at: float
+    detected_at: float  # clock time when the listener saw it
+
+
+@dataclass(frozen=True)
+class PartialTranscript:
+    """The recognizer's running hypothesis for the open utterance."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """A finished utterance and the timings a latency report needs.
+
+    Source times (`started_at`, `ended_at`, `endpoint_at`) come from frame timestamps; clock times
+    (`decided_at`, `asr_final_at`) from the listener's clock. With a live or real-time paced source both are
+    `time.monotonic()`; with an as-fast-as-possible file source only the clock times are wall time.
+    """
+
+    text: str
+    started_at: float  # first speech sample
+    ended_at: float  # end of the last speech frame: the VAD end of speech
+    endpoint_at: float  # end of the frame that closed the utterance (ended_at + hangover, or max length)
+    decided_at: float  # clock: the closing frame was processed
+    asr_final_at: float  # clock: the final transcript was ready
+    audio_ms: float  # audio given to the recognizer (pre-roll + speech + tail)
+    reason: Literal["hangover", "max_length"]
+
+    @property
+    def hangover_ms(self) -> float:
+        """Time between the end of speech and the endpoint decision."""
+        return (self.endpoint_at - self.ended_at) * 1000.0
+
+    @property
+    def asr_final_ms(self) -> float:
+        """Time the recognizer needed after the endpoint decision."""
+        return (self.asr_final_at - self.decided_at) * 1000.0
+
+
+@dataclass(frozen=True)
+class UtteranceDiscarded:
+    """An opened utterance that was dropped: too short, or the listener was paused while it was open."""
+
+    reason: Literal["too_short", "paused"]
+    speech_ms: float
+
+
+@dataclass(frozen=True)
+class ListeningTimeout:
+    """No speech within the endpointer's `no_speech_timeout_ms` since the last reset/resume/utterance."""
+
+    waited_ms: float
+    at: float  # source time
+
+
+ListenerEvent = Union[SpeechStart, PartialTranscript, Utterance, UtteranceDiscarded, ListeningTimeout]
+
+
+class Listener:
+    """Consumes an AudioSource and yields ListenerEvents; owns the recognizer's worker thread if not given one."""
+
+    def __init__(
+        self,
+        source: AudioSource,
+        vad: VoiceActivityDetector,
+        recognizer: SpeechRecognizer,
+        config: EndpointerConfig | None = None,
+        *,
+        executor: Executor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_pending_frames: int = 50,
+        partials: bool = True,
+    ) -> None:
+        self._source = source
+        self._vad = vad
+        self._asr = recognizer
+        self._endpointer: Endpointer[AudioFrame] = Endpointer(config)
+        self._own_executor = executor is None
+        # One thread: recognizer calls must stay ordered and never run concurrently.
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="asr")
+        self._clock = clock
+        self._max_pending = max_pending_frames  # ~1 s of 20 ms frames queued for the recognizer, then backpressure
+        self._partials = partials
+        self._paused = False
+        self._pending: deque[Future] = deque()
+        self._speech_started_at = 0.0
+        self._last_speech_end = 0.0
+        self._audio_ms = 0.0
+        self._discarded_ms: float | None = None
+
+    @property
+    def endpointer(self) -> Endpointer[AudioFrame]:
+        """The endpointing state machine (read-only use: `in_speech`, `config`)."""
+        return self._endpointer
+
+    @property
+    def paused(self) -> bool:
+        """True while deaf (half-duplex: the toy is speaking)."""
+        return self._paused
+
+    def pause(self) -> None:
+        """Stop listening: frames are drained and ignored; an open utterance is discarded at the next frame."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Listen again from a clean state (no pre-roll from before the pause, no-speech timer re-armed)."""
+        self._paused = False
+        if self._endpointer.in_speech:  # paused and resumed between two frames: still discard that utterance
+            self._discarded_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
+            self._submit(self._asr.reset)
+        self._endpointer.reset()
+
+    async def utterances(self) -> AsyncIterator[Utterance]:
+        """Only the finished utterances of `events()`."""
+        async for event in self.events():
+            if isinstance(event, Utterance):
+                yield event
+
+    async def events(self) -> AsyncIterator[ListenerEvent]:
+        """Consume the source until it ends, yielding speech starts, partials, utterances, discards, timeouts."""
+        try:
+            async for frame in self._source:
+                if self._discarded_ms is not None:
+                    yield UtteranceDiscarded("paused", self._discarded_ms)
+                    self._discarded_ms = None
+                if self._paused:
+                    if self._endpointer.in_speech:
+                        speech_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
+                        self._submit(self._asr.reset)
+                        self._endpointer.reset()
+                        yield UtteranceDiscarded("paused", speech_ms)
+                    continue
+                is_speech = self._vad.is_speech(frame)
+                for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms):
+                    async for out in self._handle(ep_event, frame):
+                        yield out
+                if self._partials:
+                    for text in self._harvest():
+                        yield PartialTranscript(text)
+        finally:
+            if self._endpointer.in_speech:
+                self._endpointer.reset()
+                try:
+                    self._submit(self._asr.reset)
+                except RuntimeError:  # the worker was already shut down by aclose()
+                    pass
+
+    async def _handle(self, event, frame: AudioFrame) -> AsyncIterator[ListenerEvent]:
+        if isinstance(event, SpeechStarted):
+            first = event.speech[0]
+            self._speech_started_at = first.timestamp_s
+            self._last_speech_end = frame.end_s
+            self._audio_ms = sum(f.duration_ms for f in event.frames)
+            self._submit(self._asr.start_utterance)
+            # Frame by frame, not one joined buffer: engines that hold the GIL while decoding (pocketsphinx does)
+            # would otherwise stall the event loop for the whole pre-roll (~100-250 ms measured).
+            for f in event.frames:
+                await self._feed(f.pcm)
+            yield SpeechStart(at=first.timestamp_s, detected_at=self._clock())
+        elif isinstance(event, SpeechContinues):
+            if event.is_speech:
+                self._last_speech_end = event.frame.end_s
+            self._audio_ms += event.frame.duration_ms
+            await self._feed(event.frame.pcm)
+        elif isinstance(event, SpeechEnded):
+            decided_at = self._clock()
+            text = await self._finish()
+            yield Utterance(
+                text=text,
+                started_at=self._speech_started_at,
+                ended_at=self._last_speech_end,
+                endpoint_at=frame.end_s,
+                decided_at=decided_at,
+                asr_final_at=self._clock(),
+                audio_ms=self._audio_ms,
+                reason=event.reason,
+            )
+        elif isinstance(event, TooShort):
+            self._submit(self._asr.reset)
+            yield UtteranceDiscarded("too_short", event.speech_ms)
+        elif isinstance(event, NoSpeechTimeout):
+            yield ListeningTimeout(waited_ms=event.waited_ms, at=frame.end_s)
+
+    def _submit(self, fn: Callable, *args) -> Future:
+        fut = self._executor.submit(fn, *args)
+        self._pending.append(fut)
+        return fut
+
+    async def _feed(self, pcm: bytes) -> None:
+        self._submit(self._asr.accept, pcm)
+        # Backpressure: if the recognizer is more than ~max_pending frames behind, wait for it; the mic queue
+        # absorbs the pause (and counts overflows if it cannot).
+        while len(self._pending) > self._max_pending:
+            oldest = self._pending[0]
+            await asyncio.wrap_future(oldest)
+            self._collect(oldest)
+            self._pending.popleft()
+
+    def _harvest(self) -> list[str]:
+        texts: list[str] = []
+        while self._pending and self._pending[0].done():
+            text = self._collect(self._pending.popleft())
+            if text:
+                texts.append(text)
+        return texts
+
+    def _collect(self, fut: Future) -> str | None:
+        try:
+            result = fut.result()
+        except SpeechEngineError:
+            raise
+        except Exception as exc:
+            raise SpeechEngineError("asr-failed", f"recognizer failed: {exc}") from exc
+        return result if isinstance(result, str) else None
+
+    async def _finish(self) -> str:
+        fut = self._submit(self._asr.finish)
+        await asyncio.wrap_future(fut)
+        text = ""
+        while self._pending:  # everything before finish is done too (one ordered worker)
+            done = self._pending.popleft()
+            result = self._collect(done)
+            if done is fut:
+                text = result or ""
+        return text.strip()
+
+    async def aclose(self) -> None:
+        """Release the worker thread (if the listener created it). The source is closed by its owner."""
+        if self._own_executor:
+            # Let queued calls (a reset, a tail of accepts) run: the recognizer must be left clean.
+            await asyncio.to_thread(self._executor.shutdown, wait=True)
