@@ -193,7 +193,7 @@ def build_microphone(settings: Settings):
 
     a = settings.audio
     return SoundDeviceSource(device=a.input_device, sample_rate_hz=a.sample_rate_hz, frame_ms=a.frame_ms,
-                             queue_frames=a.capture_queue_frames)
+                             queue_frames=a.capture_queue_frames, block_frames=a.capture_block_frames)
 
 
 def build_speaker(settings: Settings):

@@ -99,6 +99,8 @@ class AudioConfig(Section):
     sample_rate_hz: Literal[16000] = 16000
     frame_ms: Literal[10, 20, 30] = 20
     capture_queue_frames: int = Field(100, ge=4, le=2000, description="bounded queue between callback and loop")
+    capture_block_frames: int = Field(2, ge=1, le=8, description="frames per PortAudio callback: 2 halves idle "
+                                      "wake-ups (≈2.5 % vs 3.7 % CPU measured) for ≤ one frame more latency")
     output_block_ms: int = Field(10, ge=5, le=200, description="playback block; flush latency is one block")
     pad_silence_ms: int = Field(50, ge=0, le=500)
 
