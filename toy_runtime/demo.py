@@ -136,7 +136,6 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
     listener = Listener(mic, vad, recognizer, endpointer_config(settings))
-    sink = WavFileSink(out_dir, prefix="toy-")
     runtime = build_runtime(settings)
     records = []
 
@@ -151,11 +150,18 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
 
     loop = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                     sink=sink, signals=runtime.signals, audit=runtime.audit,
+                     new_sink=lambda: WavFileSink(out_dir, prefix="toy-"), signals=runtime.signals, audit=runtime.audit,
                      idle_timeout_s=settings.session.idle_timeout_s, barge_in=False, on_turn=on_turn)
+    link = None
     try:
+        if settings.mqtt.url:  # the firmware (or firmware-sim) sees states and volume signals during the demo too
+            from .device_link import start_device_link
+
+            link = await start_device_link(runtime)
         await loop.run(once=True)
     finally:
+        if link is not None:
+            await link.aclose()
         await listener.aclose()
         await mic.aclose()
         await runtime.aclose()

@@ -67,11 +67,10 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
         synthesizer = await asyncio.to_thread(build_synthesizer, settings)
     runtime = build_runtime(settings)
     mic = build_microphone(settings)
-    sink = build_speaker(settings)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
     voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                       pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                      sink=sink, signals=runtime.signals, audit=runtime.audit,
+                      new_sink=lambda: build_speaker(settings), signals=runtime.signals, audit=runtime.audit,
                       idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
                       open_on_speech=not push_to_talk)
     link = scheduler_task = ptt_task = None
@@ -121,7 +120,6 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
             shutdown.remove()
         await listener.aclose()
         await mic.aclose()
-        await sink.aclose()
         if link is not None:
             await link.aclose()
         await runtime.aclose()

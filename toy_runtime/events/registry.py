@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator, Mapping
 
 from jsonschema import Draft202012Validator
 
@@ -20,6 +21,9 @@ class EventRegistry:
         self._by_name: dict[str, EventDefinition] = {}
         self._by_tool: dict[str, EventDefinition] = {}
         self._validators: dict[str, Draft202012Validator] = {}
+        # jsonschema walks conditional schemas slowly (~0.1-0.5 ms); normalized arguments repeat a lot
+        # ("louder" is always {"mode": "relative", "delta": 10}), so verdicts are memoized, bounded.
+        self._verdicts: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         for definition in definitions:
             self.register(definition)
 
@@ -51,6 +55,26 @@ class EventRegistry:
 
     def validator(self, name: str) -> Draft202012Validator:
         return self._validators[name]
+
+    def schema_errors(self, name: str, arguments: Mapping[str, Any], *, cache_size: int = 1024) -> tuple[str, ...]:
+        """JSON-Schema violations of `arguments` for `name`, most specific first; () when valid."""
+        from .idempotency import canonical_json
+
+        key = (name, canonical_json(arguments))
+        cached = self._verdicts.get(key)
+        if cached is not None:
+            self._verdicts.move_to_end(key)
+            return cached
+        validator = self._validators[name]
+        verdict: tuple[str, ...] = ()
+        if not validator.is_valid(dict(arguments)):
+            errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(list(e.path)), e.message))
+            verdict = tuple(f"{'/'.join(str(p) for p in e.path)}: {e.message}" if list(e.path) else e.message
+                            for e in errors)
+        self._verdicts[key] = verdict
+        if len(self._verdicts) > cache_size:
+            self._verdicts.popitem(last=False)
+        return verdict
 
     def subset(self, names: Iterable[str] | None) -> "EventRegistry":
         """A registry holding only the enabled names (None = all), in registration order."""

@@ -31,14 +31,8 @@ class ResolvedArguments:
 
 
 def schema_errors(registry: EventRegistry, name: str, arguments: Mapping[str, Any]) -> list[str]:
-    """Human-readable JSON-Schema violations, most specific first."""
-    validator = registry.validator(name)
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(list(e.path)), e.message))
-    out = []
-    for error in errors:
-        where = "/".join(str(p) for p in error.path)
-        out.append(f"{where}: {error.message}" if where else error.message)
-    return out
+    """Human-readable JSON-Schema violations, most specific first (memoized per normalized arguments)."""
+    return list(registry.schema_errors(name, arguments))
 
 
 def _safe_resolve(definition: EventDefinition, proposed: Mapping[str, Any] | None, context: ResolveContext) -> Resolution:

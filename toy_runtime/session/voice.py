@@ -126,7 +126,7 @@ class VoiceLoop:
         pause_listener: Callable[[], None],
         resume_listener: Callable[[], None],
         synthesizer: SpeechSynthesizer,
-        sink: AudioSink,
+        new_sink: Callable[[], AudioSink],
         signals: SignalBus,
         audit: AuditSink,
         idle_timeout_s: float = 20.0,
@@ -141,7 +141,8 @@ class VoiceLoop:
         self._pause = pause_listener
         self._resume = resume_listener
         self.synthesizer = synthesizer
-        self.sink = sink
+        self.new_sink = new_sink  # one output stream per session: opened when it opens, released when it closes
+        self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
         self.idle_timeout_s = idle_timeout_s
@@ -150,7 +151,7 @@ class VoiceLoop:
         self.clock = clock
         self.on_turn = on_turn
         self.inbox: asyncio.Queue[Inbox] = asyncio.Queue(maxsize=inbox_size)
-        self.state = SessionState.IDLE
+        self.state: SessionState | None = None  # published as IDLE when run() starts
         self.runner: TurnRunner | None = None
         self.records: list[VoiceTurnRecord] = []
         self.sessions = 0
@@ -230,11 +231,12 @@ class VoiceLoop:
 
     async def _open_output(self) -> None:
         if not self.sink_open:
+            self.sink = self.new_sink()
             await self.sink.start()
             self.sink_open = True
 
     async def _close_output(self) -> None:
-        if self.sink_open:
+        if self.sink_open and self.sink is not None:
             self.sink_open = False
             with contextlib.suppress(Exception):
                 await self.sink.aclose()

@@ -1,0 +1,173 @@
+"""The audio session state machine with in-package fakes: half-duplex, terminate, barge-in, host-event sessions,
+idle timeout. Listener events are injected directly; TTS and the speaker are the fakes (the speaker paced in real
+time so flushes really cut audio)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from toy_runtime.app import build_runtime
+from toy_runtime.audio.listener import SpeechStart, Utterance
+from toy_runtime.config import load_settings, with_updates
+from toy_runtime.events import MemoryAudit
+from toy_runtime.fakes.audio import MemorySink, ToneTTS
+from toy_runtime.fakes.calendar import MemoryCalendarStore
+from toy_runtime.fakes.device import MemoryMixer
+from toy_runtime.fakes.search import StaticSearch
+from toy_runtime.hostevents import EventSource, HostEvent
+from toy_runtime.session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+from toy_runtime.signals import SessionState
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+
+def utterance(text: str) -> Utterance:
+    now = time.monotonic()
+    return Utterance(text=text, started_at=now - 1.0, ended_at=now - 0.3, endpoint_at=now, decided_at=now,
+                     asr_final_at=now + 0.01, audio_ms=1000.0, reason="hangover")
+
+
+class Rig:
+    """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
+
+    def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0):
+        settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                                llm={"base_url": llm_url, "model": "scripted-model"})
+        self.audit = MemoryAudit()
+        self.mixer = MemoryMixer()
+        self.runtime = build_runtime(settings, audit=self.audit, mixer=self.mixer, search=StaticSearch(),
+                                     calendar=MemoryCalendarStore())
+        self.mic: asyncio.Queue = asyncio.Queue()
+        self.paused: list[bool] = []
+        self.sinks: list[MemorySink] = []
+        self.states: list[SessionState] = []
+        self.signal_queue = self.runtime.signals.subscribe()
+
+        async def events():
+            while True:
+                item = await self.mic.get()
+                if item is None:
+                    return
+                yield item
+
+        def new_sink():
+            sink = MemorySink(22050, realtime=realtime, block_ms=10)
+            self.sinks.append(sink)
+            return sink
+
+        self.loop = VoiceLoop(new_runner=self.runtime.new_turn_runner, listener_events=events,
+                              pause_listener=lambda: self.paused.append(True),
+                              resume_listener=lambda: self.paused.append(False),
+                              synthesizer=ToneTTS(ms_per_char=8.0, delay_s=tts_delay_s), new_sink=new_sink,
+                              signals=self.runtime.signals, audit=self.audit, idle_timeout_s=idle_timeout_s,
+                              barge_in=barge_in)
+
+    def state_history(self):
+        out = []
+        while not self.signal_queue.empty():
+            signal = self.signal_queue.get_nowait()
+            if hasattr(signal, "state"):
+                out.append(signal.state)
+        return out
+
+    async def close(self):
+        await self.runtime.aclose()
+
+
+async def test_half_duplex_turn_and_terminate_closes_the_session(tmp_path):
+    with ScriptedLLMServer([Reply(text="Sure, I'll make it quieter."
+                                       "<agent_events>device.volume.adjust</agent_events>"),
+                            Reply(text="Bye bye, see you tomorrow!<agent_events>session.terminate</agent_events>")]
+                           ) as llm:
+        rig = Rig(tmp_path, llm.url)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("turn it down by 20"))
+        await rig.mic.put(utterance("goodbye"))
+        await asyncio.wait_for(runner, 30)
+        await rig.close()
+    records = rig.loop.records
+    assert [r.text for r in records] == ["turn it down by 20", "goodbye"]
+    assert rig.mixer.level == 30
+    assert records[1].terminated
+    # half-duplex: the mic was paused for each turn and resumed after it
+    assert rig.paused[:4] == [True, False, True, False]
+    # the farewell played to the end before the output stream closed
+    sink = rig.sinks[0]
+    farewell = [c for c in sink.chunks if c.answer_id.endswith("u2.a1")]
+    assert farewell and sink.closed
+    assert sink.played_ms(farewell[0].answer_id) >= 0.95 * sum(len(c.pcm) / 2 / 22.05 for c in farewell)
+    states = rig.state_history()
+    assert states[:4] == [SessionState.IDLE, SessionState.LISTENING, SessionState.THINKING, SessionState.SPEAKING]
+    assert states[-1] is SessionState.CLOSED and SessionState.IDLE in states[-3:]
+    closed = rig.audit.of("voice.session_closed")
+    assert closed[-1]["reason"] == "terminated"
+
+
+async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp_path):
+    long_text = "Once upon a time there was a very long story. " * 6
+    script = [Reply(text=long_text + "<agent_events>session.terminate</agent_events>", chunk_size=8,
+                    chunk_delay_s=0.05),
+              Reply(text="Okay, I stopped.")]
+    with ScriptedLLMServer(script) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("tell me a long story"))
+        for _ in range(100):  # wait until the toy is speaking
+            if rig.loop.state is SessionState.SPEAKING:
+                break
+            await asyncio.sleep(0.02)
+        assert rig.loop.state is SessionState.SPEAKING
+        await asyncio.sleep(0.2)
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await rig.mic.put(utterance("stop"))
+        for _ in range(200):
+            if len(rig.loop.records) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 10)
+        await rig.close()
+    first, second = rig.loop.records[:2]
+    assert first.interrupted and not first.terminated
+    assert second.text == "stop"
+    sink = rig.sinks[0]
+    assert sink.flush_count >= 1
+    story_ids = {c.answer_id for c in sink.chunks if ".u1." in c.answer_id}
+    played = sum(sink.played_ms(a) for a in story_ids)
+    assert played < 3000  # the story (≈ 20 s of audio) was cut off
+    assert rig.runtime.boundary.ended == {}  # the discarded turn's terminate never ran
+    assert rig.audit.of("voice.barge_in")
+
+
+async def test_host_event_opens_a_session_and_speaks_the_reminder(tmp_path):
+    with ScriptedLLMServer([]) as llm:
+        rig = Rig(tmp_path, llm.url, idle_timeout_s=0.3)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"))
+        spoken = await deliver_host_event(rig.loop, event, "Reminder: it's time to brush your teeth.")
+        await asyncio.wait_for(runner, 10)
+        await rig.close()
+    assert spoken is True
+    assert rig.sinks and rig.sinks[0].played_ms() > 0
+    assert rig.audit.of("voice.session_closed")[-1]["reason"] == "idle"  # then it closed on its own
+    assert llm.requests == []  # a reminder is not disguised as user text: no LLM turn
+
+
+async def test_idle_timeout_and_close_request(tmp_path):
+    with ScriptedLLMServer([]) as llm:
+        rig = Rig(tmp_path, llm.url, idle_timeout_s=0.2)
+        runner = asyncio.create_task(rig.loop.run())
+        rig.loop.post(OpenSession(reason="button.press"))
+        await asyncio.sleep(0.6)
+        assert rig.audit.of("voice.session_closed")[-1]["reason"] == "idle"
+        rig.loop.post(OpenSession(reason="button.press"))
+        await asyncio.sleep(0.05)
+        rig.loop.post(CloseSession(reason="button.long_press"))
+        await asyncio.sleep(0.1)
+        assert rig.audit.of("voice.session_closed")[-1]["reason"] == "closed"
+        assert all(s.closed for s in rig.sinks) and len(rig.sinks) == 2  # one output stream per session
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 5)
+        await rig.close()
