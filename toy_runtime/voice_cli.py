@@ -61,11 +61,15 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
     started = time.monotonic()
     progress = _progress(stream)
     notifier.status("loading models")
-    async with progress.step("speech recognizer"):
-        recognizer = await asyncio.to_thread(build_recognizer, settings)
-    async with progress.step("voice"):
-        synthesizer = await asyncio.to_thread(build_synthesizer, settings)
+
+    async def load(name, build):
+        async with progress.step(name):
+            return await asyncio.to_thread(build, settings)
+
+    # both engines load at once (two cores) while the runtime is wired on the loop
+    loading = asyncio.gather(load("speech recognizer", build_recognizer), load("voice", build_synthesizer))
     runtime = build_runtime(settings)
+    recognizer, synthesizer = await loading
     mic = build_microphone(settings)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
     voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
