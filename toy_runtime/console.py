@@ -9,7 +9,7 @@ from typing import TextIO
 
 from .app import build_runtime
 from .config import Settings
-from .hostevents import message_event
+from .hostevents import Binding, EventType, HostEvent, HostEventRouter, message_event
 from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
 from .signals import SessionState, StateSignal
 
@@ -56,34 +56,14 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
             bridge = await start_device_link(runtime)
         runner = runtime.new_turn_runner()
-
-        async def print_reminder(event) -> bool:
-            from .reminders import reminder_line
-
-            speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
-            print(render(speech, json_lines), file=stdout, flush=True)
-            return True
-
-        if hasattr(runtime.calendar, "due_occurrences"):
-            from .reminders import start_scheduler
-
-            _, scheduler_task = start_scheduler(runtime, print_reminder)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))
-        if not json_lines and stdin.isatty():
-            mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
-            print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)
-        while True:
-            line = await _read_line(stdin)
-            if line is None:
-                break
-            text = line.strip()
-            if not text:
-                continue
+
+        async def converse(event: HostEvent, binding: Binding) -> bool:
+            """The console binding for `message.received`: run the turn, print its items; True = terminated."""
             terminated = False
             publish(SessionState.THINKING)
-            async for item in runner.run(message_event(text, source="console",
-                                                       conversation_id=runner.conversation.session_id)):
+            async for item in runner.run(event):
                 if isinstance(item, Speech) and runtime.signals.last.get(StateSignal) is not None \
                         and runtime.signals.last[StateSignal].state is not SessionState.SPEAKING:
                     publish(SessionState.SPEAKING)
@@ -92,9 +72,42 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                     print(out, file=stdout, flush=True)
                 if isinstance(item, TurnEnd):
                     terminated = item.terminated
-            if terminated:
+            publish(SessionState.CLOSED if terminated else SessionState.LISTENING)
+            return terminated
+
+        async def remind(event: HostEvent, binding: Binding) -> bool:
+            """The console binding for `schedule.triggered`: a reminder is printed as speech, not as user text."""
+            from .reminders import reminder_line
+
+            speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
+            print(render(speech, json_lines), file=stdout, flush=True)
+            return True
+
+        router = HostEventRouter()
+        router.add_runner("conversation", converse)
+        router.add_runner("reminder", remind)
+        router.bind(Binding(binding_id="console-chat", event_types=(EventType.MESSAGE_RECEIVED,),
+                            runner="conversation"))
+        router.bind(Binding(binding_id="console-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
+                            runner="reminder"))
+        if hasattr(runtime.calendar, "due_occurrences"):
+            from .reminders import start_scheduler
+
+            _, scheduler_task = start_scheduler(runtime, router.dispatch)
+        if not json_lines and stdin.isatty():
+            mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
+            print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)
+        publish(SessionState.LISTENING)
+        while True:
+            line = await _read_line(stdin)
+            if line is None:
                 break
-            publish(SessionState.LISTENING)
+            text = line.strip()
+            if not text:
+                continue
+            event = message_event(text, source="console", conversation_id=runner.conversation.session_id)
+            if await router.dispatch(event):
+                break
     finally:
         if scheduler_task is not None:
             scheduler_task.cancel()
