@@ -240,3 +240,11 @@ async def test_llm_fallback_that_stays_vague_still_asks(registry, ports):
     outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow morning")
     assert outcome.results[0].status is EventStatus.NEEDS_CLARIFICATION
     assert ports.calendar.calls == 0
+
+
+def test_title_stops_where_the_next_request_starts():
+    from toy_runtime.plugins.calendar_schedule import extract_title
+
+    assert extract_title("remind me to feed the cat and make it louder") == "feed the cat"
+    assert extract_title("remind me to eat bread and butter") == "eat bread and butter"
+    assert extract_title("提醒我起床，然后说晚安") == "起床"

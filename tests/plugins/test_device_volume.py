@@ -225,3 +225,14 @@ def test_offline_gate_only_for_short_clear_commands(registry, utterance, clear):
     assert d.gate_match(ctx(utterance)) is clear
     if clear:
         assert d.gate_reply(resolve(registry, NAME, utterance).arguments, {})
+
+
+def test_doubled_verb_with_yi_is_not_the_number_one():
+    from toy_runtime.plugins.device_volume import parse_utterance
+    from datetime import datetime, timezone
+    from toy_runtime.events import ResolveContext
+
+    ctx = ResolveContext(utterance="把声音调一调", request_time=datetime(2026, 11, 30, tzinfo=timezone.utc),
+                         timezone="UTC", locale="zh")
+    resolution = parse_utterance("把声音调一调", ctx)
+    assert not resolution.complete and resolution.missing == ("mode",)

@@ -71,6 +71,7 @@ class CallStats:
     started: float = field(default_factory=time.perf_counter)
     first_chunk_at: float | None = None
     first_content_at: float | None = None
+    first_tool_call_at: float | None = None
     finished_at: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -96,6 +97,8 @@ class CallStats:
             "purpose": self.purpose,
             "ttft_ms": r(self.ttft_ms),
             "first_chunk_ms": r(self.first_chunk_ms),
+            "first_tool_call_ms": r(None if self.first_tool_call_at is None
+                                    else (self.first_tool_call_at - self.started) * 1000),
             "total_ms": r(self.total_ms),
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -159,6 +162,8 @@ class ChatClient:
                             completion_text.append(delta.content)
                             yield ContentDelta(delta.content)
                         if delta is not None and delta.tool_calls:
+                            if stats.first_tool_call_at is None:
+                                stats.first_tool_call_at = now
                             completion_text.append(json.dumps([tc.model_dump() for tc in delta.tool_calls]))
                             yield ToolCallDeltas(tuple(delta.tool_calls))
                         if choice.finish_reason:

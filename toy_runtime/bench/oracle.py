@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Mapping
 
 from ..agent.prompts import CLOSE, OPEN, RESULTS_PREFIX
-from ..testing import scripted_llm
 from ..testing.scripted_llm import Reply, ScriptedLLMServer, estimate_prompt_tokens, estimate_tokens
 from .dataset import TOOL_NAMES, Dataset, ExpectedEvent, Turn, concrete_arguments, text_key
 
@@ -175,22 +173,9 @@ class Oracle:
                      chunk_delay_s=pacing.decode_s_per_token, content_then_tools=content_then_tools)
 
 
-class _NoDelayHandler(scripted_llm._Handler):
-    """Sends each SSE chunk at once: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms to every first token."""
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 def start_oracle_server(oracle: Oracle, *, model: str = "scripted-model") -> ScriptedLLMServer:
-    """A started ScriptedLLMServer answering from `oracle`, with TCP_NODELAY like production HTTP servers.
-
-    (Remove the handler swap once ScriptedLLMServer sets TCP_NODELAY itself.)
-    """
-    server = ScriptedLLMServer(oracle, model=model).start()
-    server._server.RequestHandlerClass = _NoDelayHandler  # noqa: SLF001 - see the docstring
-    return server
+    """A started ScriptedLLMServer answering from `oracle` (it sets TCP_NODELAY like production HTTP servers)."""
+    return ScriptedLLMServer(oracle, model=model).start()
 
 
 def grounded_answer(results: list[Mapping[str, Any]], lang: str) -> str:

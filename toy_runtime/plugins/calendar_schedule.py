@@ -107,6 +107,22 @@ class _Invalid(ValueError):
 
 # -- titles ------------------------------------------------------------------------------------------
 
+# Where a multi-request sentence moves on to another request: "…feed the cat and make it louder", "…刷牙，然后静音".
+_EN_NEXT_REQUEST = re.compile(
+    r"\s*(?:,|;|\band\b|\bthen\b|\balso\b)+\s*(?:then\s+|also\s+|please\s+)?(?=(?:make|turn|set|put|change|"
+    r"mute|unmute|look|search|find|check|tell|say|bye|goodbye|good\s*night|stop|remind|be\s+(?:quiet|louder))\b)",
+    re.IGNORECASE)
+_ZH_NEXT_REQUEST = re.compile(r"\s*(?:[，,；;]|然后|还有|再|并且|和)+\s*(?=(?:说|跟我说)?(?:把|调|声音|音量|大声|小声|静音|取消静音|搜|查|"
+                              r"晚安|再见|拜拜|提醒|告诉))")
+
+
+def _first_request(s: str) -> str:
+    """The part of a sentence that belongs to this request: it ends where the next request starts."""
+    pattern = _ZH_NEXT_REQUEST if has_cjk(s) else _EN_NEXT_REQUEST
+    match = pattern.search(s)
+    return s[: match.start()] if match and s[: match.start()].strip() else s
+
+
 def extract_title(text: str, spans=()) -> str:
     """The activity in an utterance once the time words (`spans` of `normalize_text(text)`) are removed.
 
@@ -117,6 +133,7 @@ def extract_title(text: str, spans=()) -> str:
     found = list(marker.finditer(s))
     if found and s[found[-1].end():].strip(" ,.!?;:，。！？；：、吧一下"):
         s = s[found[-1].end():]  # the words after the last "remind me to" are the activity
+    s = _first_request(s)
     if has_cjk(s):
         s = collapse_spaces(_ZH_FILLER.sub(" ", collapse_spaces(s)))
         s = _ZH_TRAIL.sub("", _ZH_LEAD.sub("", s))

@@ -146,6 +146,9 @@ def _volume_numbers(s: str, ctx: ResolveContext) -> list[NumberSpan]:
     """Numbers that may be the volume: numbers inside time words ("in 10 minutes", "明天早上7点") drop out, and
     when several remain, only those right after a volume verb ("to 30", "by 20", "调小二十") count."""
     numbers = find_numbers(blank_spans(s, [m.span() for m in _A_BIT_ZH.finditer(s)]))
+    # "调一调" / "试一试": a verb doubled around 一 means "a little", never the number one
+    numbers = [n for n in numbers
+               if not (s[n.start:n.end] == "一" and 0 < n.start and n.end < len(s) and s[n.start - 1] == s[n.end])]
     if not numbers:
         return numbers
     try:

@@ -259,6 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # small SSE writes must leave at once: Nagle + delayed ACK otherwise add ~40 ms to the first token
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.owner._track(self.connection, add=True)
 
     def finish(self) -> None:
