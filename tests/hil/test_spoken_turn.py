@@ -1,0 +1,119 @@
+"""A full spoken turn on the rig: `toy-runtime run` as a real process on the rig's mic and speaker hears piper
+speech, answers through the scripted LLM server, and the answer is heard back at the mic (acoustic loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.hil.probe import FrameTape, dbfs, frame_levels
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+pytestmark = pytest.mark.hil
+
+QUESTION = "what is the weather today"
+ANSWER = "It is sunny and warm today, a good day to play outside."
+MIN_ANSWER_OVER_FLOOR_DB = 15.0
+
+
+def audit_records(path: Path, kind: str) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line being written right now
+        if record.get("kind") == kind:
+            out.append(record)
+    return out
+
+
+async def wait_for_record(path: Path, kind: str, timeout: float, proc, log: Path) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        records = audit_records(path, kind)
+        if records:
+            return records[0]
+        if proc.returncode is not None:
+            raise AssertionError(f"runtime exited ({proc.returncode}) waiting for {kind}:\n{log.read_text()[-3000:]}")
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {kind} record within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+async def test_spoken_turn_is_answered_audibly(rig, speak, tmp_path):
+    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
+
+    def answer(request):
+        asked.append(str(request["messages"][-1]["content"]))
+        # keyed on order, not on the transcript, so an ASR slip cannot change the script
+        return Reply(text=ANSWER if len(asked) == 1 else "Okay.")
+
+    asked: list[str] = []
+    question = speak(QUESTION)
+    audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
+    with ScriptedLLMServer(answer) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env.update(rig.runtime_env())
+        env.update({
+            "TOY_STATE_DIR": str(tmp_path),
+            "TOY_LLM__BASE_URL": llm.url,
+            "TOY_LLM__MODEL": "scripted-model",
+            "TOY_SESSION__IDLE_TIMEOUT_S": "30",
+        })
+        with log.open("wb") as out:
+            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
+                                                        stdout=out, stderr=asyncio.subprocess.STDOUT)
+        ear = SoundDeviceSource(rig.monitor, block_frames=1)  # what the mic hears, recorded beside the runtime
+        tape = FrameTape()
+        recorder = None
+        try:
+            await wait_for_record(audit, "runtime.ready", 60, proc, log)
+            try:
+                await ear.start()
+            except Exception as exc:
+                pytest.fail(f"cannot record from monitor={rig.monitor!r} while the runtime holds the mic ({exc}); "
+                            "set monitor= to a shareable input (see tests/hil/README.md)")
+            recorder = asyncio.create_task(tape.record(ear), name="hil:ear")
+            await asyncio.sleep(0.6)  # the room (or digital silence) before anyone speaks
+            await rig.say_to_mic(question.pcm, question.sample_rate_hz)
+            question_done = time.monotonic()
+            turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
+            await asyncio.sleep(0.3)  # the answer's last samples through the loop
+        finally:
+            await ear.aclose()
+            if recorder is not None:
+                await asyncio.wait_for(recorder, 5)
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), 20)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+    assert proc.returncode == 0, log.read_text()[-3000:]
+
+    # the runtime heard a question and answered it with the scripted line
+    assert turn["text"].strip(), turn
+    assert asked and asked[0] == turn["text"], (asked, turn["text"])
+    assert turn["spoken"] and "sunny" in " ".join(turn["spoken"]), turn["spoken"]
+    assert turn["waterfall_ms"]["first_audio"] is not None, turn["waterfall_ms"]
+
+    # …and the answer was audible at the mic, well above the room before the question
+    floor = dbfs(FrameTape.pcm(tape.frames[5:25]))
+    heard = frame_levels(FrameTape.pcm(tape.since(question_done)))
+    answer_level = float(np.percentile(heard, 90)) if len(heard) else float("-inf")
+    loud_s = float(np.sum(heard > floor + MIN_ANSWER_OVER_FLOOR_DB)) * 0.02
+    print(f"\n[hil {rig.mode}] heard {turn['text']!r}; voice-to-voice {turn['voice_to_voice_ms']} ms; "
+          f"answer at the mic {answer_level:.1f} dBFS (90th pct), floor {floor:.1f} dBFS, {loud_s:.1f} s loud")
+    assert answer_level >= floor + MIN_ANSWER_OVER_FLOOR_DB, (answer_level, floor)
+    assert loud_s >= 1.0, f"only {loud_s:.2f} s of the answer was heard at the mic"
