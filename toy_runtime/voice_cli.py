@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import contextlib
 import logging
 import sys
@@ -49,6 +50,7 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
     from .app import (build_microphone, build_recognizer, build_runtime, build_speaker, build_synthesizer,
                       build_vad, endpointer_config)
     from .audio.listener import Listener
+    from .audio.recovery import ReopeningSink, ReopeningSource
     from .hostevents import HostEvent
     from .reminders import chat_agent_line, reminder_line, start_scheduler
     from .service import ServiceNotifier, install_shutdown_handlers
@@ -70,11 +72,18 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
     loading = asyncio.gather(load("speech recognizer", build_recognizer), load("voice", build_synthesizer))
     runtime = build_runtime(settings)
     recognizer, synthesizer = await loading
-    mic = build_microphone(settings)
+
+    def report_device(event) -> None:
+        runtime.audit.record("audio.device", **dataclasses.asdict(event))
+        log.warning("audio %s: %s %s", event.role, event.kind, event.message)
+
+    # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
+    mic = ReopeningSource(lambda: build_microphone(settings), on_event=report_device)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
     voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                       pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                      new_sink=lambda: build_speaker(settings), signals=runtime.signals, audit=runtime.audit,
+                      new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
+                      signals=runtime.signals, audit=runtime.audit,
                       idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
                       open_on_speech=not push_to_talk)
     link = scheduler_task = ptt_task = None
@@ -113,6 +122,11 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
               + ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if push_to_talk else "listening"),
               file=stream, flush=True)
         await voice.run(once=once)
+        if voice.source_ended.is_set() and not once and not (shutdown and shutdown.received):
+            # the microphone went away for good: fail, so systemd's Restart=on-failure brings the service back
+            log.error("the audio input ended unexpectedly")
+            runtime.audit.record("runtime.failed", reason="audio input ended")
+            return 1
         return 0
     finally:
         notifier.stopping("closing the audio session")

@@ -62,6 +62,7 @@ class SoundDeviceSource:
         self._acc = bytearray()  # callback thread only
         self._closed = False
         self._want_running = False
+        self._run_generation = 0  # bumped by every start(); a finished notice from an earlier run is stale
         self._error: AudioDeviceError | None = None
 
     @property
@@ -78,6 +79,7 @@ class SoundDeviceSource:
             self._stream = await asyncio.to_thread(self._open)
         if not self._stream.active:
             await asyncio.to_thread(self._stream.start)
+        self._run_generation += 1
         self._want_running = True
 
     def _open(self) -> Any:
@@ -149,14 +151,15 @@ class SoundDeviceSource:
         if loop is None or self._closed:
             return
         try:
-            loop.call_soon_threadsafe(self._on_finished)
+            loop.call_soon_threadsafe(self._on_finished, self._run_generation)
         except RuntimeError:
             pass
 
-    def _on_finished(self) -> None:
-        # A normal stop() also ends here; only a stream that died while we wanted audio is an error
-        # (and a quick stop→start leaves the stream active again, so a late notice is ignored).
-        if self._closed or not self._want_running or self._stream is None or self._stream.active:
+    def _on_finished(self, generation: int) -> None:
+        # A normal stop() also ends here; only a stream that died while we wanted audio is an error. The stream's
+        # `active` flag cannot tell (PortAudio's ALSA backend calls this before clearing it), so a run generation
+        # does: a notice from before the latest start() is stale.
+        if self._closed or not self._want_running or self._stream is None or generation != self._run_generation:
             return
         self._error = AudioDeviceError("device-lost", f"input stream on {self.device_name!r} ended unexpectedly")
         self._push_end()

@@ -174,7 +174,12 @@ class VoiceLoop:
         try:
             async for event in self._listener_events():
                 await self.inbox.put(event)  # bounded: back-pressure reaches the listener, never unbounded growth
-        finally:
+        except asyncio.CancelledError:
+            raise  # we stopped it: the source did not end
+        except Exception as exc:
+            self.audit.record("voice.source_failed", error=f"{type(exc).__name__}: {exc}")
+            self.source_ended.set()
+        else:
             self.source_ended.set()
 
     # -- states ---------------------------------------------------------------------------------------
