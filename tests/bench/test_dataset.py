@@ -100,3 +100,14 @@ def test_argument_matching_rules():
     assert not arguments_match("calendar.schedule.create", expected, wrong_title)
     assert not arguments_match("device.volume.adjust", {"mode": "relative", "delta": -10},
                                {"mode": "absolute", "value": 6})
+
+
+def test_bench_pipeline_gathers_script_output(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "toy_runtime", "bench", "pipeline", "--only", "parser", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = (tmp_path / "pipeline.md").read_text()
+    assert "## parser" in report and "MB/s" in report

@@ -31,8 +31,11 @@ def _repo_file(name: str) -> str:
 def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add `bench` (with `modes`) to a subparsers action; returns the `bench` subparsers for more commands."""
     bench = subparsers.add_parser("bench", help="benchmarks")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,...}")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,pipeline}")
     add_modes_parser(bench_sub)
+    from .pipeline import add_pipeline_parser
+
+    add_pipeline_parser(bench_sub)
     return bench_sub
 
 
