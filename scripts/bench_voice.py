@@ -26,23 +26,10 @@ from pathlib import Path
 from toy_runtime.adapters.piper_tts import PiperSynthesizer
 from toy_runtime.testing.pulse import VirtualSoundCard
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.services import audit_records
 
 PHRASES = ["what is the weather today", "play some music", "tell me a story", "what time is it",
            "how are you today", "can you sing a song"]
-
-
-def records(path: Path, kind: str) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if r.get("kind") == kind:
-            out.append(r)
-    return out
 
 
 def rss_mb(pid: int) -> float:
@@ -68,7 +55,7 @@ def run_condition(card, synth, *, ttft_s: float, events: bool, turns: int) -> di
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"], env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         try:
-            while not records(audit, "runtime.ready"):
+            while not audit_records(audit, "runtime.ready"):
                 if time.monotonic() - started > 90 or proc.poll() is not None:
                     raise RuntimeError("runtime did not become ready")
                 time.sleep(0.05)
@@ -78,17 +65,17 @@ def run_condition(card, synth, *, ttft_s: float, events: bool, turns: int) -> di
             for phrase in PHRASES[:turns]:
                 pieces = synth.synthesize_blocking(phrase)
                 pcm = b"".join(p.pcm for p in pieces)
-                before = len(records(audit, "voice.turn"))
+                before = len(audit_records(audit, "voice.turn"))
                 card.play_to_mic(pcm, pieces[0].sample_rate_hz, pad_ms=100)
                 deadline = time.monotonic() + 30
-                while len(records(audit, "voice.turn")) == before and time.monotonic() < deadline:
+                while len(audit_records(audit, "voice.turn")) == before and time.monotonic() < deadline:
                     time.sleep(0.05)
                 time.sleep(0.5)
             rss_after = rss_mb(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=20)
-    turns_done = records(audit, "voice.turn")
+    turns_done = audit_records(audit, "voice.turn")
     return {"ready_s": ready_s, "rss_ready_mb": rss_ready, "rss_after_mb": rss_after, "turns": turns_done}
 
 

@@ -123,7 +123,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
     stream = stream or sys.stdout
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    print(f"toy-runtime demo — loading models…", file=stream, flush=True)
+    print("toy-runtime demo — loading models…", file=stream, flush=True)
     synthesizer, recognizer = await asyncio.gather(asyncio.to_thread(build_synthesizer, settings),
                                                    asyncio.to_thread(build_recognizer, settings))
     vad = build_vad(settings)

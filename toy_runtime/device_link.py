@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timezone
 from typing import Any, Awaitable, Callable
 
 from .events import EventKernel, EventRequest, ResolveContext, SourceProtocol

@@ -14,7 +14,6 @@ import contextlib
 import logging
 import sys
 import time
-from typing import Any
 
 from .config import Settings
 

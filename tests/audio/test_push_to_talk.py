@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from tests.audio.test_voice_session import audit_records, wait_for
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.services import audit_records, wait_for
 
 pytestmark = pytest.mark.audio
 

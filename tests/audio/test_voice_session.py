@@ -4,51 +4,23 @@ transcribes. Checks the ordering the design requires and a clean shutdown."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.audio.conftest import transcribe
-from toy_runtime.audio.resample import resample
 from toy_runtime.testing.fake_searxng import FakeSearxng
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.services import audit_records, wait_for
 
 pytestmark = pytest.mark.audio
 
 SEARCH_HOLD_S = 2.0
-
-
-def audit_records(path: Path, kind: str | None = None) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if kind is None or record.get("kind") == kind:
-            out.append(record)
-    return out
-
-
-def wait_for(predicate, timeout: float, what: str, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"runtime exited ({proc.returncode}) while waiting for {what}")
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def rms(pcm: bytes) -> float:

@@ -14,7 +14,7 @@ import pytest
 
 from toy_runtime.app import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.device_link import BridgeStartError, start_device_link
+from toy_runtime.device_link import start_device_link
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 

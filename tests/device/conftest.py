@@ -3,21 +3,16 @@ under contract."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from toy_runtime.testing.services import service_unavailable
+
 from toy_runtime.testing.broker import BrokerError, MosquittoBroker
 from toy_runtime.testing.pulse_mixer import PulseError, PulseMixerServer
 
-
-def _unavailable(what: str, exc: BaseException) -> None:
-    """Skip where a service cannot run, but fail in CI (TOY_REQUIRE_SERVICES=1)."""
-    if os.environ.get("TOY_REQUIRE_SERVICES"):
-        raise exc
-    pytest.skip(f"{what} unavailable: {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +22,7 @@ def pulse() -> Iterator[PulseMixerServer]:
 
         server = PulseMixerServer().start()
     except (ImportError, PulseError, OSError) as exc:
-        _unavailable("PulseAudio / pyalsaaudio", exc)
+        service_unavailable("PulseAudio / pyalsaaudio", exc)
     try:
         yield server
     finally:
@@ -47,7 +42,7 @@ def broker() -> Iterator[MosquittoBroker]:
     try:
         b = MosquittoBroker().start()
     except (BrokerError, OSError) as exc:
-        _unavailable("mosquitto", exc)
+        service_unavailable("mosquitto", exc)
     try:
         yield b
     finally:

@@ -5,7 +5,6 @@ firmware's LED state follows."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time

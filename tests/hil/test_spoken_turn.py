@@ -4,7 +4,6 @@ speech, answers through the scripted LLM server, and the answer is heard back at
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.hil.probe import FrameTape, dbfs, frame_levels
+from toy_runtime.testing.services import audit_records
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.hil
@@ -22,20 +22,6 @@ pytestmark = pytest.mark.hil
 QUESTION = "what is the weather today"
 ANSWER = "It is sunny and warm today, a good day to play outside."
 MIN_ANSWER_OVER_FLOOR_DB = 15.0
-
-
-def audit_records(path: Path, kind: str) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line being written right now
-        if record.get("kind") == kind:
-            out.append(record)
-    return out
 
 
 async def wait_for_record(path: Path, kind: str, timeout: float, proc, log: Path) -> dict:

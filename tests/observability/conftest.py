@@ -11,17 +11,13 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from toy_runtime.testing.services import service_unavailable
+
 from toy_runtime.config import Settings, load_settings
 from toy_runtime.doctor import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _unavailable(what: str, exc: BaseException) -> None:
-    """Skip where a service cannot run, but fail in CI (TOY_REQUIRE_SERVICES=1)."""
-    if os.environ.get("TOY_REQUIRE_SERVICES"):
-        raise exc
-    pytest.skip(f"{what} unavailable: {exc}")
 
 
 def only(*names: str) -> list[str]:
@@ -47,7 +43,7 @@ def broker_with_users() -> Iterator[Any]:
     try:
         broker = MosquittoBroker(users={"toy": "s3cret"}).start()
     except (BrokerError, OSError, FileNotFoundError) as exc:
-        _unavailable("mosquitto", exc)
+        service_unavailable("mosquitto", exc)
     try:
         yield broker
     finally:
@@ -64,7 +60,7 @@ def pulse_mixer() -> Iterator[Any]:
 
         server = PulseMixerServer().start()
     except (ImportError, PulseError, OSError) as exc:
-        _unavailable("PulseAudio / pyalsaaudio", exc)
+        service_unavailable("PulseAudio / pyalsaaudio", exc)
     try:
         yield server
     finally:
@@ -78,12 +74,12 @@ def sound_card() -> Iterator[Any]:
     from toy_runtime.testing.pulse import VirtualSoundCard, pulseaudio_available
 
     if not pulseaudio_available():
-        _unavailable("PulseAudio", RuntimeError("pulseaudio / pulseaudio-utils are not installed"))
+        service_unavailable("PulseAudio", RuntimeError("pulseaudio / pulseaudio-utils are not installed"))
     card = VirtualSoundCard()
     try:
         card.start()
     except RuntimeError as exc:
-        _unavailable("PulseAudio", exc)
+        service_unavailable("PulseAudio", exc)
     try:
         yield card
     finally:

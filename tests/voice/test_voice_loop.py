@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 
 from toy_runtime.app import build_runtime
 from toy_runtime.audio.listener import SpeechStart, Utterance

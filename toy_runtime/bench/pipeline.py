@@ -8,7 +8,6 @@ parts, PulseAudio and mosquitto as installed by `.ci/run`.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time

@@ -1,0 +1,49 @@
+"""Small helpers shared by the test suites and benchmark scripts that drive real services and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REQUIRE_ENV = "TOY_REQUIRE_SERVICES"
+
+
+def service_unavailable(what: str, exc: BaseException) -> None:
+    """Skip a test whose service (mosquitto, PulseAudio…) cannot run here — but fail in CI, where
+    `TOY_REQUIRE_SERVICES=1` says the service must be there."""
+    import pytest
+
+    if os.environ.get(REQUIRE_ENV):
+        raise exc
+    pytest.skip(f"{what} unavailable: {exc}")
+
+
+def audit_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """Records of a JSONL audit file (all, or one kind); unparseable lines (a write in progress) are skipped."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if kind is None or record.get("kind") == kind:
+            out.append(record)
+    return out
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, proc=None, poll_s: float = 0.1) -> Any:
+    """Poll until `predicate()` is truthy and return it; AssertionError on timeout or when `proc` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"process exited ({proc.returncode}) while waiting for {what}")
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out waiting for {what}")
