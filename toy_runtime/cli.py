@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from .config import ConfigError, Settings, load_settings, with_updates
-from .device_link import BridgeStartError
+from .errors import StartError
 
 EXIT_USAGE = 2
 
@@ -188,7 +188,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 # -- parser ------------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toy-runtime", description="The runtime inside a talking toy.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -224,18 +224,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)
 
-    for extra in _extra_commands() + _EXTRA_COMMANDS:
+    for extra in _extra_commands(command) + _EXTRA_COMMANDS:
         extra(sub)
     return parser
 
 
-def _extra_commands() -> list:
-    """Subcommands that live in their own modules (imported lazily so `--help` stays fast)."""
-    from .schedules_cli import register as schedules
+_EXTRA_MODULES = {
+    "schedules": "toy_runtime.schedules_cli",
+    "run": "toy_runtime.voice_cli",
+    "ptt": "toy_runtime.voice_cli",
+    "doctor": "toy_runtime.doctor",
+    "report": "toy_runtime.metrics.report",
+    "bench": "toy_runtime.bench.cli",
+}
 
-    commands = [schedules]
-    for module, name in (("toy_runtime.voice_cli", "register"), ("toy_runtime.doctor", "register"),
-                         ("toy_runtime.metrics.report", "register"), ("toy_runtime.bench.cli", "register")):
+
+def _extra_commands(command: str | None = None) -> list:
+    """Subcommands that live in their own modules. Only the one being run is imported (start-up time matters on a
+    Pi: `run` is the service); `--help` and unknown commands import them all."""
+    modules = [_EXTRA_MODULES[command]] if command in _EXTRA_MODULES else list(dict.fromkeys(_EXTRA_MODULES.values()))
+    commands = []
+    for module, name in ((m, "register") for m in modules):
         try:
             commands.append(getattr(__import__(module, fromlist=[name]), name))
         except ImportError:
@@ -252,11 +261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # library warnings go to the audit log / journald via the long-running commands' own logging setup, not as
     # stray lines around a one-line error; `run` configures real logging.
     logging.getLogger().addHandler(logging.NullHandler())
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list[0] if args_list and not args_list[0].startswith("-") else None)
+    args = parser.parse_args(args_list)
     try:
         return args.func(args)
-    except (ConfigError, CliError, BridgeStartError) as exc:
+    except (ConfigError, CliError, StartError) as exc:
         print(f"toy-runtime: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

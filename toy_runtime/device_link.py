@@ -12,13 +12,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from .errors import StartError
 from .events import EventKernel, EventRequest, ResolveContext, SourceProtocol
 from .hostevents import Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
 
 
-class BridgeStartError(Exception):
+class BridgeStartError(StartError):
     """The bridge could not connect (bad credentials, unreachable broker): one line for the user."""
 
 

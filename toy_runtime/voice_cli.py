@@ -69,6 +69,7 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
 
     # both engines load at once (two cores) while the runtime is wired on the loop
     loading = asyncio.gather(load("speech recognizer", build_recognizer), load("voice", build_synthesizer))
+    await asyncio.sleep(0)  # let both loader threads start before the runtime is wired (imports) on the loop
     runtime = build_runtime(settings)
     recognizer, synthesizer = await loading
 
