@@ -118,7 +118,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
 
     calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
-                        volume_step=settings.volume.step)
+                        volume_step=settings.volume.step, search_results=settings.search.max_results)
     registry = default_registry(ports).subset(settings.events.enabled)
 
     chat_client = chat_agent = event_agent = None

@@ -8,6 +8,7 @@ Secrets (`llm.api_key`, `mqtt.password`) are read only from the environment: a T
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -153,6 +154,20 @@ class MqttConfig(Section):
     ca_file: Path | None = None
     protocol: Literal["5", "3.1.1"] = "5"
     keepalive_s: int = Field(30, ge=5, le=600)
+    @field_validator("url")
+    @classmethod
+    def _no_credentials_in_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in ("mqtt", "mqtts"):
+            raise ValueError("must start with mqtt:// or mqtts://")
+        if parts.username or parts.password:
+            raise ValueError("no credentials in the URL: use [mqtt] username and TOY_MQTT__PASSWORD")
+        return value
+
     remote_capabilities: tuple[str, ...] = Field(
         ("device.volume.adjust", "session.terminate"), description="events a remote command may invoke"
     )
@@ -270,7 +285,10 @@ def _describe(error: dict[str, Any]) -> str:
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     value = error.get("input")
-    shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+    secret = any(str(part) in ("api_key", "password") for part in error["loc"])
+    if isinstance(value, str):
+        value = re.sub(r"//[^/@\s]*@", "//***@", value)  # never echo credentials embedded in a URL
+    shown = "" if secret or isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
     return f"{loc}: {message}{shown}"
 
 

@@ -76,6 +76,10 @@ class DeviceLink:
     tasks: list[asyncio.Task] = field(default_factory=list)
 
     async def aclose(self) -> None:
+        tasks, self.tasks = list(self.tasks), []
+        for task in tasks:  # in-flight remote commands end before the runtime under them closes
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         try:
             await self.adapter.stop()
         finally:

@@ -43,9 +43,14 @@ def _progress(stream):
         return _Steps(stream)
 
 
-async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: bool = False,
+async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = False,
                     stream=None) -> int:
-    """The voice loop on real devices. Returns the exit code."""
+    """The voice loop on real devices. Returns the exit code.
+
+    Push-to-talk (`[session] listen_mode = "push_to_talk"`, or the `ptt` command) opens sessions only on a talk
+    button or, with `keyboard`, on Enter; otherwise speech itself opens them.
+    """
+    push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
     from .app import (build_microphone, build_recognizer, build_runtime, build_speaker, build_synthesizer,
                       build_vad, endpointer_config)
     from .audio.listener import Listener
@@ -110,17 +115,19 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
 
         if hasattr(runtime.calendar, "due_occurrences"):
             _, scheduler_task = start_scheduler(runtime, deliver)
+        # a remote `session.terminate` (or any end through the session boundary) closes the audio session too
+        runtime.boundary.on_end(lambda session_id, reason: voice.post(CloseSession(reason=f"ended: {reason}")))
         if not push_to_talk:
             await mic.start()
-        else:
+        elif keyboard:
             ptt_task = asyncio.create_task(_push_to_talk(voice, mic, stream), name="ptt-keyboard")
         shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
         ready_ms = (time.monotonic() - started) * 1000
         runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk)
         notifier.ready(f"listening ({'push-to-talk' if push_to_talk else 'always'})")
-        print(f"ready in {ready_ms:.0f} ms — "
-              + ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if push_to_talk else "listening"),
-              file=stream, flush=True)
+        hint = ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if keyboard
+                else "waiting for the talk button" if push_to_talk else "listening")
+        print(f"ready in {ready_ms:.0f} ms — {hint}", file=stream, flush=True)
         await voice.run(once=once)
         if voice.source_ended.is_set() and not once and not (shutdown and shutdown.received):
             # the microphone went away for good: fail, so systemd's Restart=on-failure brings the service back
@@ -149,13 +156,24 @@ async def run_voice(settings: Settings, *, push_to_talk: bool = False, once: boo
 
 async def _push_to_talk(voice, mic, stream) -> None:
     """Enter toggles talking; end of input stops the loop."""
+    import threading
+
     from .session.voice import CloseSession, OpenSession, Stop
 
-    talking = False
     loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def read_stdin() -> None:
+        # a daemon thread, not the default executor: a blocked readline must never hold up shutdown
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=read_stdin, name="ptt-stdin", daemon=True).start()
+    talking = False
     while True:
-        line = await loop.run_in_executor(None, sys.stdin.readline)
-        if not line:
+        line = await lines.get()
+        if line is None:
             voice.post(Stop())
             return
         talking = not talking
@@ -186,7 +204,7 @@ def register(sub) -> None:
     def cmd_ptt(args: argparse.Namespace) -> int:
         settings = _settings_for(args)
         _configure_logging(settings)
-        return asyncio.run(run_voice(settings, push_to_talk=True))
+        return asyncio.run(run_voice(settings, keyboard=True))
 
     p = sub.add_parser("run", help="always-listening voice loop on the configured audio devices")
     _add_turn_flags(p)

@@ -317,3 +317,26 @@ def test_redaction_keeps_numbers_and_hides_secret_text():
     assert out["prompt_tokens"] == 12 and out["first_token"] == 3.5
     assert out["api_key"] == "***" and out["nested"]["password"] == "***"
     assert "abcdefghijkl" not in out["note"]
+
+
+async def test_terminal_barrier_is_timed_from_close_not_open(recorder, context):
+    end = make_definition("test.end", "end", recorder.handler("end"), policy=ResultPolicy.TERMINATE, terminal=True)
+    slow = make_definition("test.slow", "slow", recorder.handler("slow", delay=0.3))
+    kernel = kernel_for(end, slow, terminal_barrier_s=0.5, batch_deadline_s=5)
+    run = kernel.open_batch("s1", "t1", context)
+    run.add(req("test.end", args={"n": 0}))
+    await asyncio.sleep(0.6)  # a long reply: longer than the barrier before the block closes
+    run.add(req("test.slow", args={"n": 1}))
+    run.close()
+    await run.wait()
+    assert [c[0] for c in recorder.calls] == ["slow", "end"]
+
+
+async def test_conflict_classes_hold_across_batches(recorder, context):
+    a = make_definition("test.vol_a", "vol_a", recorder.handler("a", delay=0.15), concurrency_class="dev")
+    b = make_definition("test.vol_b", "vol_b", recorder.handler("b", delay=0.15), concurrency_class="dev")
+    kernel = kernel_for(a, b)
+    await asyncio.gather(kernel.run_batch(batch(req("test.vol_a", args={"n": 1}), turn="t1"), context),
+                         kernel.run_batch(batch(req("test.vol_b", args={"n": 2}), turn="t2"), context))
+    (_, _, s1, e1), (_, _, s2, e2) = sorted(recorder.calls, key=lambda c: c[2])
+    assert s2 >= e1  # a remote command and a turn's event of one class never overlap

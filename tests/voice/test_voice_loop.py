@@ -170,3 +170,59 @@ async def test_idle_timeout_and_close_request(tmp_path):
         rig.loop.post(Stop())
         await asyncio.wait_for(runner, 5)
         await rig.close()
+
+
+class BrokenTTS:
+    """A synthesizer whose engine fails on every sentence."""
+
+    sample_rate_hz = 22050
+
+    async def synthesize(self, text):
+        from toy_runtime.ports.speech import SpeechEngineError
+
+        raise SpeechEngineError("tts-failed", "piper failed")
+        yield  # pragma: no cover - makes this an async generator
+
+
+async def test_tts_failure_does_not_take_the_loop_down(tmp_path):
+    with ScriptedLLMServer([Reply(text="Sentence one. " * 40), Reply(text="Still here.")]) as llm:
+        rig = Rig(tmp_path, llm.url, realtime=False)
+        rig.loop.synthesizer = BrokenTTS()
+        runner = asyncio.create_task(rig.loop.run())
+        await rig.mic.put(utterance("talk a lot"))
+        await rig.mic.put(utterance("are you there"))
+        for _ in range(200):
+            if len(rig.loop.records) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        assert len(rig.loop.records) == 2 and not runner.done()
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 5)
+        await rig.close()
+
+
+async def test_stop_during_a_barge_in_turn_is_honoured(tmp_path):
+    with ScriptedLLMServer([Reply(text="A long story. " * 30, chunk_size=6, chunk_delay_s=0.03)]) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True)
+        runner = asyncio.create_task(rig.loop.run())
+        await rig.mic.put(utterance("tell me a story"))
+        await asyncio.sleep(0.3)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 30)  # the turn finishes, then the loop stops
+        assert not rig.audit.of("voice.barge_in")
+        await rig.close()
+
+
+async def test_session_boundary_end_closes_the_audio_session(tmp_path):
+    with ScriptedLLMServer([]) as llm:
+        rig = Rig(tmp_path, llm.url, idle_timeout_s=30)
+        rig.runtime.boundary.on_end(lambda sid, reason: rig.loop.post(CloseSession(reason="remote")))
+        runner = asyncio.create_task(rig.loop.run())
+        rig.loop.post(OpenSession(reason="button.press"))
+        await asyncio.sleep(0.1)
+        await rig.runtime.boundary.end_session("remote command", "ev_remote")  # e.g. an api.invoked terminate
+        await asyncio.sleep(0.1)
+        assert rig.audit.of("voice.session_closed")[-1]["reason"] == "closed"
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 5)
+        await rig.close()

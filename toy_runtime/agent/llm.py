@@ -173,7 +173,9 @@ class ChatClient:
         except self._openai.APITimeoutError as exc:
             raise self._fault(stats, "timeout", str(exc) or "the provider stopped answering") from None
         except self._openai.APIConnectionError as exc:
-            raise self._fault(stats, "connect", str(exc.__cause__ or exc)) from None
+            # refused before anything came back = unreachable (the offline gate may answer); after = a broken stream
+            code = "disconnect" if saw_chunk else "connect"
+            raise self._fault(stats, code, str(exc.__cause__ or exc)) from None
         except self._openai.APIStatusError as exc:
             raise self._fault(stats, f"http_{exc.status_code}", _short(exc.message)) from None
         except self._openai.APIError as exc:  # e.g. an error event inside the stream
@@ -210,6 +212,13 @@ class ChatClient:
             stats.usage_source = "provider"
         else:
             stats.prompt_tokens = estimate_prompt_tokens(request.get("messages", []), request.get("tools"))
+            try:
+                message = response.choices[0].message
+                produced = (message.content or "") + json.dumps(
+                    [call.model_dump() for call in (message.tool_calls or [])])
+            except (AttributeError, IndexError):
+                produced = ""
+            stats.completion_tokens = estimate_tokens(produced)
         return response
 
     @staticmethod

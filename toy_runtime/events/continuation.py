@@ -75,7 +75,10 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
         if policy is ResultPolicy.TERMINATE:
             terminate = True
         elif policy is ResultPolicy.TEMPLATE_FOLLOW_UP and definition.success_template is not None:
-            lines.append(definition.success_template(result.arguments, {**result.result, "locale": locale}))
+            try:
+                lines.append(definition.success_template(result.arguments, {**result.result, "locale": locale}))
+            except Exception:  # a broken template loses its line, never the turn
+                pass
     if terminate:
         follow_up = []
     # de-duplicate identical lines (e.g. two failing events with the same generic correction)

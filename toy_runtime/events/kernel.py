@@ -6,7 +6,9 @@ It runs on definition metadata only; it never names or compares a concrete event
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
@@ -72,6 +74,17 @@ class EventKernel:
         self.batch_deadline_s = batch_deadline_s
         self.terminal_barrier_s = terminal_barrier_s
         self.definitions = {d.name: d for d in registry}
+        # shared by every batch: a remote command and a turn's event of the same class never overlap either
+        self.semaphore = asyncio.Semaphore(max_concurrency)
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, keys: frozenset[str]):
+        """Hold the locks of these concurrency classes (sorted, so two holders never deadlock)."""
+        async with contextlib.AsyncExitStack() as stack:
+            for key in sorted(keys):
+                await stack.enter_async_context(self._locks[key])
+            yield
 
     async def run_batch(
         self,
@@ -139,8 +152,8 @@ class BatchRun:
         self.slots: list[_Slot] = []
         self.dropped: list[str] = []
         self._closed = asyncio.Event()
+        self._closed_at: float | None = None
         self._aborted = False
-        self._semaphore = asyncio.Semaphore(kernel.max_concurrency)
         self._loop = asyncio.get_running_loop()
 
     @property
@@ -170,6 +183,8 @@ class BatchRun:
 
     def close(self) -> None:
         """No more requests will join this batch."""
+        if self._closed_at is None:
+            self._closed_at = time.perf_counter()
         self._closed.set()
 
     def abort(self) -> list[str]:
@@ -290,7 +305,7 @@ class BatchRun:
         try:
             await self._wait_for_turn(slot)
             queued_at = time.perf_counter()
-            async with self._semaphore:
+            async with kernel.exclusive(definition.lock_keys), kernel.semaphore:
                 if self._aborted:  # the turn was discarded while this event waited for its turn
                     raise asyncio.CancelledError
                 exec_started = time.perf_counter()
@@ -326,13 +341,11 @@ class BatchRun:
             await asyncio.wait(blockers)
         if not slot.definition.terminal:
             return
-        deadline = self.t0 + self.kernel.terminal_barrier_s
-        try:
-            await asyncio.wait_for(self._closed.wait(), timeout=max(deadline - time.perf_counter(), 0.001))
-        except TimeoutError:
-            return
+        # Wait until no more siblings can join (the reply ended), then for every sibling — the barrier is timed from
+        # the close, so a long reply never uses it up; the batch deadline still bounds the whole wait.
+        await self._closed.wait()
         siblings = [o.done for o in self.slots if o is not slot and not o.definition.terminal]
-        remaining = deadline - time.perf_counter()
+        remaining = (self._closed_at or time.perf_counter()) + self.kernel.terminal_barrier_s - time.perf_counter()
         if siblings and remaining > 0:
             await asyncio.wait(siblings, timeout=remaining)
 

@@ -33,6 +33,7 @@ class PluginPorts:
     search: SearchProvider
     signals: SignalBus | None = None
     volume_step: int = device_volume.DEFAULT_STEP
+    search_results: int = web_search.DEFAULT_RESULTS  # sources fetched when the request does not say
 
 
 def builtin_definitions(ports: PluginPorts) -> list[EventDefinition]:
@@ -41,7 +42,7 @@ def builtin_definitions(ports: PluginPorts) -> list[EventDefinition]:
         session_terminate.definition(ports.session),
         device_volume.definition(ports.mixer, ports.signals, step=ports.volume_step),
         calendar_schedule.definition(ports.calendar),
-        web_search.definition(ports.search),
+        web_search.definition(ports.search, default_results=ports.search_results),
     ]
 
 

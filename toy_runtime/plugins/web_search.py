@@ -128,12 +128,12 @@ def summarize(result: Mapping[str, Any], *, max_hits: int = SUMMARY_HITS, max_ch
     return {"query": result.get("query"), "evidence": evidence, "retrieved_at": result.get("retrieved_at")}
 
 
-def definition(search: SearchProvider) -> EventDefinition:
+def definition(search: SearchProvider, *, default_results: int = DEFAULT_RESULTS) -> EventDefinition:
     """The plugin definition bound to a SearchProvider port."""
 
     async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
         try:
-            result = await search.search(arguments["query"], arguments.get("max_results", DEFAULT_RESULTS))
+            result = await search.search(arguments["query"], arguments.get("max_results", default_results))
         except SearchError as exc:
             raise EventFailure("search_failed", str(exc), {"transient": exc.transient}) from exc
         return result.as_dict()

@@ -38,6 +38,7 @@ class TurnSpeaker:
         self.turn_id = turn_id
         self.clock = clock
         self.marks: dict[int, AnswerMarks] = {}
+        self.failures: list[str] = []  # sentences skipped because TTS or playback failed
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=queue_size)  # bounded: text waits, never piles up
         self._first_sample_waiters: list[asyncio.Task] = []
         self._task = asyncio.create_task(self._run(), name=f"speak:{turn_id}")
@@ -88,8 +89,14 @@ class TurnSpeaker:
             marks = self.marks[speech.answer]
             if marks.first_clause_started_at is None:
                 marks.first_clause_started_at = self.clock()
-            async for piece in self.synthesizer.synthesize(speech.text):
-                if marks.first_clause_synthesized_at is None:
-                    marks.first_clause_synthesized_at = self.clock()
-                await self.sink.play(piece.pcm, piece.sample_rate_hz, self.answer_id(speech.answer))
+            try:
+                async for piece in self.synthesizer.synthesize(speech.text):
+                    if marks.first_clause_synthesized_at is None:
+                        marks.first_clause_synthesized_at = self.clock()
+                    await self.sink.play(piece.pcm, piece.sample_rate_hz, self.answer_id(speech.answer))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one sentence that cannot be synthesized or played must not end the turn
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+                continue
             marks.spoken.append(speech.text)

@@ -158,6 +158,7 @@ class VoiceLoop:
         self.sink_open = False
         self.source_ended = asyncio.Event()
         self._turns = 0
+        self._deferred: list[Inbox] = []  # control messages that arrived during a barge-in watch
 
     # -- inputs ---------------------------------------------------------------------------------------
 
@@ -218,6 +219,8 @@ class VoiceLoop:
 
     async def _next(self, timeout: float | None, pump: asyncio.Task) -> Inbox | None:
         """The next inbox message; None when the source ended (and nothing is left) or the timeout passed."""
+        if self._deferred:
+            return self._deferred.pop(0)
         if not self.inbox.empty():
             return self.inbox.get_nowait()
         getter = asyncio.create_task(self.inbox.get(), name="voice:inbox")
@@ -323,10 +326,14 @@ class VoiceLoop:
         interrupted_by: Inbox | None = None
         try:
             if not self.barge_in:
-                await driver
+                try:
+                    await driver
+                except Exception as exc:  # a broken engine or device must not take the voice loop down
+                    self.audit.record("voice.turn_failed", turn=self._turns, error=f"{type(exc).__name__}: {exc}")
+                    await speaker.cancel()
             else:
                 interrupted_by = await self._watch_for_barge_in(driver, pump)
-                if interrupted_by is not None:
+                if interrupted_by is not None and not driver.done():
                     record.interrupted = True
                     driver.cancel()
                     await asyncio.gather(driver, return_exceptions=True)
@@ -358,10 +365,13 @@ class VoiceLoop:
                 return message  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, Utterance) and message.text.strip():
                 return message
-            if isinstance(message, (Stop, CloseSession)):
-                pending_utterance = message
-                break
-        await driver
+            if isinstance(message, (Stop, CloseSession, OpenSession)):
+                # control messages are not user speech: let the turn finish, then handle them
+                self._deferred.append(message)
+        try:
+            await driver
+        except Exception as exc:
+            self.audit.record("voice.turn_failed", turn=self._turns, error=f"{type(exc).__name__}: {exc}")
         return pending_utterance
 
     async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord) -> None:
