@@ -52,7 +52,6 @@ def build_calendar(settings: Settings, clock: Clock) -> CalendarStore:
     """The SQLite store at `[calendar] path` (shared by chat, run and schedules)."""
     from .adapters.sqlite_calendar import SqliteCalendarStore
 
-    settings.calendar_path.parent.mkdir(parents=True, exist_ok=True)
     return SqliteCalendarStore(settings.calendar_path, clock=clock)
 
 

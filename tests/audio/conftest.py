@@ -6,7 +6,6 @@ before any PortAudio stream is opened and its PULSE_* variables are put in os.en
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -14,15 +13,9 @@ import pytest
 
 from toy_runtime.audio.resample import resample
 from toy_runtime.ports.speech import SynthesizedAudio
+from toy_runtime.testing.services import unavailable
 
 PHRASE_LEAD_MS = 300  # silence before speech when a test feeds a recognizer directly (what the pre-roll gives)
-
-
-def unavailable(reason: str) -> None:
-    """Skip where a service or model cannot be had here, but fail in CI (TOY_REQUIRE_SERVICES=1)."""
-    if os.environ.get("TOY_REQUIRE_SERVICES"):
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -132,14 +125,8 @@ def sound_card():
         card.start()
     except RuntimeError as exc:
         unavailable(f"the virtual sound card did not start: {exc}")
-    saved = {k: os.environ.get(k) for k in card.runtime_env}
-    card.apply_env()
     try:
-        yield card
+        with card.applied_env():
+            yield card
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         card.stop()

@@ -31,18 +31,12 @@ from typing import Callable, Iterator, Literal
 import pytest
 
 from toy_runtime.ports.speech import SynthesizedAudio
+from toy_runtime.testing.services import unavailable
 
 ENV_DEVICES = "TOY_HIL_DEVICES"
 ENV_UNPLUG = "TOY_HIL_UNPLUG"
 LOOPBACK_LATENCY_MS = 20  # the virtual "air gap": PulseAudio loopback from the speaker's monitor into the mic
 RIG_KEYS = {"mic", "speaker", "mixer", "voice", "monitor"}
-
-
-def unavailable(reason: str) -> None:
-    """Skip where the rig cannot be had here, but fail in CI (TOY_REQUIRE_SERVICES=1)."""
-    if os.environ.get("TOY_REQUIRE_SERVICES"):
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def _device(value: str) -> int | str:
@@ -180,22 +174,16 @@ def rig() -> Iterator[Rig]:
         card.start()
     except RuntimeError as exc:
         unavailable(f"the virtual rig's PulseAudio did not start: {exc}")
-    saved = {k: os.environ.get(k) for k in card.runtime_env}
     try:
         # The acoustic path: whatever reaches the speaker is heard by the mic a little later.
         card.pactl("load-module", "module-loopback", "source=speaker.monitor", "sink=mic",
                    f"latency_msec={LOOPBACK_LATENCY_MS}")
         card.pactl("set-default-sink", "speaker")  # ALSA pulse/Master is the default sink's volume
-        card.apply_env()
-        _portaudio_sees_pulse()
-        yield Rig(mode="virtual", mic="pulse", speaker="pulse", voice="pulse", monitor="pulse",
-                  mixer_device="pulse", mixer_control="Master", card=card)
+        with card.applied_env():
+            _portaudio_sees_pulse()
+            yield Rig(mode="virtual", mic="pulse", speaker="pulse", voice="pulse", monitor="pulse",
+                      mixer_device="pulse", mixer_control="Master", card=card)
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         card.stop()
 
 

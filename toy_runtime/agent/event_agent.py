@@ -7,6 +7,7 @@ It sees only the selected event's schema and a minimal history slice, and answer
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any, Mapping
 
 from ..events import EventDefinition, FallbackAnswer, ResolveContext
@@ -23,7 +24,13 @@ class EventAgent:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
-        self.calls: list[CallStats] = []
+        self.calls: deque[CallStats] = deque(maxlen=256)  # the latest calls; `total` counts them all
+        self.total = 0
+
+    def calls_since(self, total_before: int) -> list[CallStats]:
+        """The calls made after `total` was `total_before` (what one turn cost)."""
+        count = min(self.total - total_before, len(self.calls))
+        return list(self.calls)[-count:] if count > 0 else []
 
     def build_request(self, definition: EventDefinition, proposed: Mapping[str, Any] | None,
                       missing: tuple[str, ...], context: ResolveContext) -> dict[str, Any]:
@@ -51,6 +58,7 @@ class EventAgent:
                       missing: tuple[str, ...], context: ResolveContext) -> FallbackAnswer:
         stats = CallStats(purpose="event_agent")
         self.calls.append(stats)
+        self.total += 1
         try:
             response = await self.client.complete(stats, **self.build_request(definition, proposed, missing, context))
         except LLMFault as fault:

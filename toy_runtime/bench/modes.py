@@ -170,7 +170,7 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
                     "conversation": conversation.id, "lang": conversation.lang, "turn_index": index,
                     "category": turn.category, "user": turn.user}
             expected = [e for e in turn.expected_events if e.name in enabled]
-            agent_calls_before = len(runtime.event_agent.calls) if runtime.event_agent else 0
+            agent_calls_before = runtime.event_agent.total if runtime.event_agent else 0
             timing_before = len(timing.calls) if timing else 0
             started = time.perf_counter()
             try:
@@ -209,7 +209,7 @@ def evaluate_turn(items: list[Any], expected: list[ExpectedEvent], *, runtime, a
     speeches = [i for i in items if isinstance(i, Speech)]
     outcomes = [i for i in items if isinstance(i, EventOutcome)]
     metrics = dict(end.metrics)
-    ea_calls = runtime.event_agent.calls[agent_calls_before:] if runtime.event_agent else []
+    ea_calls = runtime.event_agent.calls_since(agent_calls_before) if runtime.event_agent else []
 
     detected_records = {r["event_id"]: r for r in audit.of("event.detected")}
     fallback_records = {r["event_id"]: r for r in audit.of("event.fallback")}

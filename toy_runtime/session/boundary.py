@@ -30,6 +30,8 @@ class SessionBoundary:
             return {**self.ended[session], "already_ended": True}
         record = {"session_id": session, "ended": True, "reason": reason, "event_id": event_id, "at": time.time()}
         self.ended[session] = record
+        while len(self.ended) > 64:  # only recent sessions can see a retransmitted terminate
+            del self.ended[next(iter(self.ended))]
         for listener in self._listeners:
             listener(session, reason)
         return record

@@ -115,7 +115,7 @@ class TurnRunner:
                 spoken.append(piece)
                 emit(piece)
 
-        agent_calls_before = len(self.event_agent.calls) if self.event_agent else 0
+        agent_calls_before = self.event_agent.total if self.event_agent else 0
         run = self.kernel.open_batch(conv.session_id, turn_id, context,
                                      on_result=lambda result: emit(EventOutcome(result)))
         record = ReplyRecord()
@@ -277,7 +277,7 @@ class TurnRunner:
     def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, agent_calls_before):
         now = time.perf_counter()
         ms = lambda a, b: None if a is None else round((a - b) * 1000, 3)  # noqa: E731
-        agent_calls = self.event_agent.calls[agent_calls_before:] if self.event_agent else []
+        agent_calls = self.event_agent.calls_since(agent_calls_before) if self.event_agent else []
         # a call that never reached the provider (connection refused) is not an LLM call
         chat_calls = [c for c in (first, second) if c is not None and c.fault != "connect"]
         results: list[EventResult] = list(outcome.results)

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance
 from ..events import AuditSink
@@ -48,6 +48,7 @@ class Stop:
 
 
 Inbox = ListenerEvent | OpenSession | CloseSession | Stop
+MAX_RECORDS = 200
 
 
 @dataclass
@@ -153,7 +154,7 @@ class VoiceLoop:
         self.inbox: asyncio.Queue[Inbox] = asyncio.Queue(maxsize=inbox_size)
         self.state: SessionState | None = None  # published as IDLE when run() starts
         self.runner: TurnRunner | None = None
-        self.records: list[VoiceTurnRecord] = []
+        self.records: list[VoiceTurnRecord] = []  # the latest spoken turns (bounded: the service runs for weeks)
         self.sessions = 0
         self.sink_open = False
         self.source_ended = asyncio.Event()
@@ -409,6 +410,8 @@ class VoiceLoop:
             record.second_first_audio_at = second.first_audio_at
             record.spoken.extend(second.spoken)
         self.records.append(record)
+        if len(self.records) > MAX_RECORDS:
+            del self.records[0]
         self.audit.record("voice.turn", **record.as_audit())
         if self.on_turn is not None:
             self.on_turn(record)
@@ -425,5 +428,3 @@ async def deliver_host_event(loop: VoiceLoop, event: HostEvent, text: str | None
     except TimeoutError:
         return False
 
-
-AnnounceFn = Callable[[HostEvent], Awaitable[bool]]

@@ -15,6 +15,7 @@ suspended and resumed once to apply it. Everything lives in a private temp dir a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -228,6 +229,20 @@ class VirtualSoundCard:
         """Set runtime_env in this process (do it before PortAudio opens a stream)."""
         target = os.environ if environ is None else environ
         target.update(self.runtime_env)
+
+    @contextlib.contextmanager
+    def applied_env(self):
+        """runtime_env set in this process for the duration, the previous values restored afterwards."""
+        saved = {key: os.environ.get(key) for key in self.runtime_env}
+        self.apply_env()
+        try:
+            yield self
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     def log_text(self) -> str:
         """The daemon's log (for failure messages)."""

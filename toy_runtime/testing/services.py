@@ -11,14 +11,21 @@ from typing import Any, Callable
 REQUIRE_ENV = "TOY_REQUIRE_SERVICES"
 
 
-def service_unavailable(what: str, exc: BaseException) -> None:
-    """Skip a test whose service (mosquitto, PulseAudio…) cannot run here — but fail in CI, where
-    `TOY_REQUIRE_SERVICES=1` says the service must be there."""
+def unavailable(reason: str) -> None:
+    """Skip a test whose service, model or rig cannot be had here — but fail in CI, where
+    `TOY_REQUIRE_SERVICES=1` says it must be there."""
     import pytest
 
     if os.environ.get(REQUIRE_ENV):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def service_unavailable(what: str, exc: BaseException) -> None:
+    """`unavailable()` for a service that failed to start; in CI the original error is raised as it is."""
+    if os.environ.get(REQUIRE_ENV):
         raise exc
-    pytest.skip(f"{what} unavailable: {exc}")
+    unavailable(f"{what} unavailable: {exc}")
 
 
 def audit_records(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
