@@ -9,8 +9,12 @@ import sys
 from datetime import datetime
 from typing import Any, Sequence
 
-from .config import ConfigError, Settings, load_settings, with_updates
-from .errors import StartError
+from .startup import process_marks
+
+process_marks().mark("interpreter")  # before the config's pydantic import: what Python itself took
+
+from .config import ConfigError, Settings, load_settings, with_updates  # noqa: E402 - timed after the mark
+from .errors import StartError  # noqa: E402
 
 EXIT_USAGE = 2
 
@@ -261,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # library warnings go to the audit log / journald via the long-running commands' own logging setup, not as
     # stray lines around a one-line error; `run` configures real logging.
     logging.getLogger().addHandler(logging.NullHandler())
+    process_marks().mark("main")
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list[0] if args_list and not args_list[0].startswith("-") else None)
     args = parser.parse_args(args_list)
