@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from toy_runtime.adapters.sounddevice_base import close_stream, device_rate, import_sounddevice, resolve_device
-from toy_runtime.audio.resample import Resampler
 from toy_runtime.ports.audio import AudioDeviceError, AudioFrame
+
+if TYPE_CHECKING:
+    from toy_runtime.audio.resample import Resampler
 
 __all__ = ["SoundDeviceSource"]
 
@@ -89,6 +91,9 @@ class SoundDeviceSource:
         self.device_rate_hz = rate
         self.device_name = str(info["name"])
         if rate != self.sample_rate_hz:
+            # numpy (~0.1 s to import) is only needed when the device cannot run at our rate: keep it off start-up
+            from toy_runtime.audio.resample import Resampler
+
             self._resampler = Resampler(rate, self.sample_rate_hz)
         try:
             return sd.RawInputStream(

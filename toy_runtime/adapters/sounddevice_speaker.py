@@ -11,12 +11,14 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict, deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toy_runtime.adapters.sounddevice_base import close_stream, device_rate, import_sounddevice, resolve_device
 from toy_runtime.audio.pcm_io import AnswerFutures
-from toy_runtime.audio.resample import Resampler
 from toy_runtime.ports.audio import AudioDeviceError
+
+if TYPE_CHECKING:
+    from toy_runtime.audio.resample import Resampler
 
 __all__ = ["SoundDeviceSink"]
 
@@ -238,6 +240,9 @@ class SoundDeviceSink:
             return pcm
         r = self._resamplers.get(rate)
         if r is None:
+            # numpy (~0.1 s to import) is only needed when the device cannot run at our rate: keep it off start-up
+            from toy_runtime.audio.resample import Resampler
+
             r = self._resamplers[rate] = Resampler(rate, self.sample_rate_hz)
         tail = b""
         if self._last_answer is not None and self._last_answer != answer_id:

@@ -11,10 +11,12 @@ import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
-from toy_runtime.audio.resample import Resampler
 from toy_runtime.ports.audio import AudioFrame
+
+if TYPE_CHECKING:
+    from toy_runtime.audio.resample import Resampler
 
 __all__ = ["PcmSource", "RecordingSink", "PlayedChunk", "AnswerFutures"]
 
@@ -43,6 +45,8 @@ class PcmSource:
         if frame_ms <= 0:
             raise ValueError("frame_ms must be > 0")
         if input_rate_hz != sample_rate_hz:
+            from toy_runtime.audio.resample import Resampler  # numpy only when needed (start-up time)
+
             r = Resampler(input_rate_hz, sample_rate_hz)
             pcm = r.process(pcm) + r.flush()
         self.sample_rate_hz = sample_rate_hz
@@ -209,7 +213,11 @@ class RecordingSink:
             return
         rate = sample_rate_hz
         if self._fixed_rate and sample_rate_hz != self._fixed_rate:
-            r = self._resamplers.setdefault(sample_rate_hz, Resampler(sample_rate_hz, self._fixed_rate))
+            r = self._resamplers.get(sample_rate_hz)
+            if r is None:
+                from toy_runtime.audio.resample import Resampler  # numpy only when needed (start-up time)
+
+                r = self._resamplers[sample_rate_hz] = Resampler(sample_rate_hz, self._fixed_rate)
             pcm, rate = r.process(pcm), self._fixed_rate
         if not self._realtime:
             now = self._clock()
