@@ -6,6 +6,7 @@ chunk) become `LLMFault` with a stable code, so the turn can speak a fallback li
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -109,25 +110,57 @@ class CallStats:
 
 
 class ChatClient:
-    """Streaming Chat Completions against any OpenAI-compatible endpoint (no automatic retries: latency first)."""
+    """Streaming Chat Completions against any OpenAI-compatible endpoint (no automatic retries: latency first).
+
+    The openai SDK is imported on first use, or ahead of it by `warm()`: importing it costs ~0.7-1 s of
+    interpreter time (it builds thousands of pydantic models), which `toy-runtime run` spends after it is already
+    listening instead of before.
+    """
 
     def __init__(self, *, base_url: str, api_key: str | None, connect_timeout_s: float, read_timeout_s: float,
                  include_usage: bool = True) -> None:
-        import httpx
-        import openai
-
-        self._openai = openai
+        self.base_url = base_url
         self.include_usage = include_usage
-        self.client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            max_retries=0,
-            timeout=httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=read_timeout_s,
-                                  pool=connect_timeout_s),
-        )
+        self._api_key = api_key or "not-needed"
+        self._connect_timeout_s = connect_timeout_s
+        self._read_timeout_s = read_timeout_s
+        self._openai: Any = None
+        self._client: Any = None
+        self._opening: asyncio.Lock | None = None
+
+    @property
+    def ready(self) -> bool:
+        """True once the SDK is imported and the HTTP client exists."""
+        return self._client is not None
+
+    async def warm(self) -> None:
+        """Import the SDK in a worker thread and build the client now, so the first turn does not wait for it."""
+        await self._connection()
+
+    async def _connection(self) -> Any:
+        if self._client is not None:
+            return self._client
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._client is None:
+                await asyncio.to_thread(_import_sdk)  # the import runs off the event loop
+                import httpx
+                import openai
+
+                self._openai = openai
+                self._client = openai.AsyncOpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key,
+                    max_retries=0,
+                    timeout=httpx.Timeout(connect=self._connect_timeout_s, read=self._read_timeout_s,
+                                          write=self._read_timeout_s, pool=self._connect_timeout_s),
+                )
+        return self._client
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self._client is not None:
+            await self._client.close()
 
     async def stream(self, stats: CallStats, *, model: str, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]] | None = None, tool_choice: Any = None,
@@ -142,8 +175,9 @@ class ChatClient:
             request["stream_options"] = {"include_usage": True}
         completion_text: list[str] = []
         saw_chunk = False
+        client = await self._connection()
         try:
-            stream = await self.client.chat.completions.create(**request)
+            stream = await client.chat.completions.create(**request)
             try:
                 async for chunk in stream:
                     now = time.perf_counter()
@@ -194,8 +228,9 @@ class ChatClient:
 
     async def complete(self, stats: CallStats, **request: Any) -> Any:
         """One non-streaming request (EventAgent); faults become LLMFault."""
+        client = await self._connection()
         try:
-            response = await self.client.chat.completions.create(stream=False, **request)
+            response = await client.chat.completions.create(stream=False, **request)
         except self._openai.APITimeoutError as exc:
             raise self._fault(stats, "timeout", str(exc)) from None
         except self._openai.APIConnectionError as exc:
@@ -225,6 +260,11 @@ class ChatClient:
     def _fault(stats: CallStats, code: str, message: str) -> LLMFault:
         stats.fault = code
         return LLMFault(code, message)
+
+
+def _import_sdk() -> None:
+    import httpx  # noqa: F401
+    import openai  # noqa: F401
 
 
 def _short(text: str, limit: int = 200) -> str:
