@@ -239,6 +239,11 @@ class Settings(BaseSettings):
         return self.calendar.path or self.state_dir / "calendar.sqlite3"
 
     @property
+    def cache_dir(self) -> Path:
+        """Derived files that can be rebuilt at any time (e.g. the recognizer's cut-down dictionary)."""
+        return self.state_dir / "cache"
+
+    @property
     def audit_path(self) -> Path:
         return self.audit.path or self.state_dir / "audit.jsonl"
 

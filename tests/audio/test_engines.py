@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import numpy as np
 import pytest
@@ -61,6 +62,21 @@ def test_pocketsphinx_uses_the_model_inside_the_wheel(sphinx):
     paths = sphinx.model_paths
     assert paths["hmm"].startswith(pocketsphinx.get_model_path())
     assert paths["lm"].endswith("en-us.lm.bin")
+
+
+def test_pocketsphinx_with_the_lm_dictionary_hears_the_same_and_reuses_the_cache(sphinx, speak16k, tmp_path):
+    from toy_runtime.adapters.pocketsphinx_asr import PocketsphinxRecognizer
+
+    small = PocketsphinxRecognizer(dictionary_cache=tmp_path)
+    dictionary = small.model_paths["dict"]
+    assert dictionary.startswith(str(tmp_path))
+    entries = sum(1 for _ in open(dictionary, encoding="utf-8"))
+    assert 70_000 < entries < 134_000  # the language model's words only
+    for phrase in ("turn the volume up", "what is the weather today", "tell me a story about a dragon"):
+        assert transcribe(small, speak16k(phrase)) == transcribe(sphinx, speak16k(phrase))
+    built = os.stat(dictionary).st_mtime_ns
+    assert PocketsphinxRecognizer(dictionary_cache=tmp_path).model_paths["dict"] == dictionary
+    assert os.stat(dictionary).st_mtime_ns == built
 
 
 def test_pocketsphinx_partials_reset_and_silence(sphinx, speak16k):
