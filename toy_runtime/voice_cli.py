@@ -1,8 +1,11 @@
 """`toy-runtime run` (always-listening voice loop on the configured devices) and `toy-runtime ptt` (laptop
 push-to-talk: Enter opens a session and the mic, Enter again closes it).
 
-Start-up: the watchdog starts first, models load off the loop with a progress display, devices open, and only then
-systemd hears READY. SIGTERM closes the audio session cleanly (acknowledged events finish) and exits 0.
+Start-up: the watchdog starts first; the recognizer loads off the loop (with a progress display) while the runtime
+is wired; the microphone opens, and systemd hears READY: the toy is listening. The voice, the JSON-Schema checks and
+the LLM SDK load right after (`_finish_loading`); an answer that needs the voice before it is loaded waits for it.
+A failure there ends the service with exit 1. SIGTERM closes the audio session cleanly (acknowledged events finish)
+and exits 0.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 import time
 
 from .config import Settings
+from .errors import StartError
 
 log = logging.getLogger("toy_runtime.run")
 
@@ -51,32 +55,53 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     button or, with `keyboard`, on Enter; otherwise speech itself opens them.
     """
     push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
+    from .startup import process_marks
+
+    marks = process_marks()
+    marks.mark("settings")
     from .app import (build_microphone, build_recognizer, build_runtime, build_speaker, build_synthesizer,
-                      build_vad, endpointer_config)
+                      build_vad, check_voice_files, endpointer_config)
     from .audio.listener import Listener
+    from .audio.loading_voice import LoadingSynthesizer
     from .audio.recovery import ReopeningSink, ReopeningSource
     from .hostevents import HostEvent
+    from .ports.speech import SpeechEngineError
     from .reminders import chat_agent_line, reminder_line, start_scheduler
     from .service import ServiceNotifier, install_shutdown_handlers
     from .session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
 
+    check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
     stream = stream or sys.stderr
     loop_ = asyncio.get_running_loop()
     notifier = ServiceNotifier()
     watchdog = notifier.start_watchdog()
     started = time.monotonic()
     progress = _progress(stream)
-    notifier.status("loading models")
+    notifier.status("loading the speech recognizer")
 
     async def load(name, build):
         async with progress.step(name):
-            return await asyncio.to_thread(build, settings)
+            engine = await asyncio.to_thread(build, settings)
+        marks.mark(name)
+        return engine
 
-    # both engines load at once (two cores) while the runtime is wired on the loop
-    loading = asyncio.gather(load("speech recognizer", build_recognizer), load("voice", build_synthesizer))
-    await asyncio.sleep(0)  # let both loader threads start before the runtime is wired (imports) on the loop
+    # Ready means listening: the recognizer loads (in a worker thread) while the runtime is wired here; the
+    # voice, the JSON-Schema checks and the LLM SDK load right after READY (_finish_loading). Their imports need
+    # the interpreter lock that the recognizer's load and the wiring hold, so loading them before READY would
+    # delay it by ~0.2 s offline and ~1 s with the openai SDK (measured), for nothing a listening toy needs yet.
+    loading = asyncio.create_task(load("speech recognizer", build_recognizer), name="load-recognizer")
+    await asyncio.sleep(0)  # the loader thread starts before the runtime is wired (imports) on the loop
     runtime = build_runtime(settings)
-    recognizer, synthesizer = await loading
+    marks.mark("wired")
+    try:
+        recognizer = await loading
+    except (SpeechEngineError, ValueError) as exc:
+        await runtime.aclose()
+        watchdog.cancel()
+        raise StartError(f"speech recognizer: {exc}") from None
+    voice_loaded: asyncio.Future = loop_.create_future()
+    synthesizer = LoadingSynthesizer(
+        voice_loaded, on_wait=lambda ms: runtime.audit.record("tts.waited_for_voice", ms=ms))
 
     def report_device(event) -> None:
         runtime.audit.record("audio.device", **dataclasses.asdict(event))
@@ -91,7 +116,20 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                       signals=runtime.signals, audit=runtime.audit,
                       idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
                       open_on_speech=not push_to_talk)
-    link = scheduler_task = ptt_task = None
+    mode = "push-to-talk" if push_to_talk else "always"
+    failures: list[str] = []
+
+    def loading_done(task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        failures.append(str(exc))
+        # READY was already sent: end the service with a failure so systemd restarts it (and says why)
+        log.error("start-up could not finish: %s", exc)
+        runtime.audit.record("runtime.failed", reason=f"start-up: {exc}")
+        voice.post(Stop())
+
+    link = scheduler_task = ptt_task = loading_task = None
     shutdown = None
     try:
         async def on_button(event: HostEvent) -> None:
@@ -123,12 +161,20 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             ptt_task = asyncio.create_task(_push_to_talk(voice, mic, stream), name="ptt-keyboard")
         shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
         ready_ms = (time.monotonic() - started) * 1000
-        runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk)
-        notifier.ready(f"listening ({'push-to-talk' if push_to_talk else 'always'})")
+        marks.mark("ready")
+        runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk,
+                             since_start_ms=marks.marks["ready"], marks=marks.marks)
+        notifier.ready(f"listening ({mode})")
         hint = ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if keyboard
                 else "waiting for the talk button" if push_to_talk else "listening")
         print(f"ready in {ready_ms:.0f} ms — {hint}", file=stream, flush=True)
+        loading_task = asyncio.create_task(
+            _finish_loading(runtime, lambda: load("voice", build_synthesizer), voice_loaded, notifier, marks, mode),
+            name="finish-loading")
+        loading_task.add_done_callback(loading_done)
         await voice.run(once=once)
+        if failures:
+            return 1
         if voice.source_ended.is_set() and not once and not (shutdown and shutdown.received):
             # the microphone went away for good: fail, so systemd's Restart=on-failure brings the service back
             log.error("the audio input ended unexpectedly")
@@ -137,7 +183,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         return 0
     finally:
         notifier.stopping("closing the audio session")
-        for task in (ptt_task, scheduler_task, watchdog):
+        for task in (loading_task, ptt_task, scheduler_task, watchdog):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -152,6 +198,29 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         if close:
             close()
         notifier.close()
+
+
+async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, notifier, marks, mode: str) -> None:
+    """After READY: the voice first (an answer may be waiting for it), then the schema checks and the LLM SDK, then
+    the buffers freed by loading go back to the OS (~30 MB). Records `runtime.warm` with the start-up marks."""
+    from .heap import trim_heap
+
+    try:
+        engine = await load_voice()
+    except asyncio.CancelledError:
+        voice_loaded.cancel()
+        raise
+    except Exception as exc:
+        voice_loaded.set_exception(exc)
+        raise
+    voice_loaded.set_result(engine)
+    await asyncio.to_thread(runtime.registry.verify)
+    if runtime.chat_client is not None:
+        await runtime.chat_client.warm()
+    await asyncio.to_thread(trim_heap)
+    marks.mark("warm")
+    runtime.audit.record("runtime.warm", since_start_ms=marks.marks["warm"], marks=dict(marks.marks))
+    notifier.status(f"listening ({mode}); everything loaded")
 
 
 async def _push_to_talk(voice, mic, stream) -> None:
@@ -188,8 +257,12 @@ async def _push_to_talk(voice, mic, stream) -> None:
 
 
 def _configure_logging(settings: Settings) -> None:
+    # force: `main` put a NullHandler on the root logger, which would make basicConfig a no-op
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    if settings.log_level != "debug":
+        for chatty in ("httpx", "httpx2", "httpcore", "openai"):  # one INFO line per LLM request otherwise
+            logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def register(sub) -> None:

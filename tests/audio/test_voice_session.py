@@ -66,7 +66,11 @@ def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak,
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
-            wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)
+            ready = wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)[0]
+            # READY means listening: the recognizer is loaded; the voice and the LLM SDK finish loading after it
+            marks = ready["marks"]
+            assert 0 < marks["interpreter"] < marks["main"] < marks["settings"] < marks["speech recognizer"]
+            assert marks["speech recognizer"] <= marks["ready"] == ready["since_start_ms"] and "voice" not in marks
             time.sleep(0.5)
             question = speak("what is the weather today")
             sound_card.play_to_mic(question.pcm, question.sample_rate_hz, pad_ms=100)
@@ -89,6 +93,8 @@ def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak,
             assert closed
             # the session released the speaker; the mic stays open for idle listening
             wait_for(lambda: not our_streams(sound_card, "sink-inputs"), 5, "the playback stream to close", proc)
+            warm = audit_records(audit, "runtime.warm")[0]["marks"]
+            assert warm["ready"] < warm["voice"] <= warm["warm"]
             states = [r["state"] for r in audit_records(audit, "voice.state")]
             for expected in ("listening", "thinking", "speaking", "idle"):
                 assert expected in states

