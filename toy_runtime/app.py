@@ -74,6 +74,14 @@ class Runtime:
     event_agent: Any = None
     closers: list = field(default_factory=list)
 
+    async def warm(self) -> None:
+        """Do now what the first turn would otherwise pay for: check the event schemas, import the LLM SDK."""
+        import asyncio
+
+        await asyncio.to_thread(self.registry.verify)
+        if self.chat_client is not None:
+            await self.chat_client.warm()
+
     def new_turn_runner(self) -> TurnRunner:
         """A fresh conversation (new session id) bound to the session boundary."""
         conversation = Conversation(history_turns=self.settings.agent.history_turns)

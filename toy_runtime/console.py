@@ -51,6 +51,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     bridge = None
     scheduler_task = None
     try:
+        await runtime.warm()  # the first reply should not pay for importing the LLM SDK
         if settings.mqtt.url:
             from .device_link import start_device_link
 

@@ -154,6 +154,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
                      idle_timeout_s=settings.session.idle_timeout_s, barge_in=False, on_turn=on_turn)
     link = None
     try:
+        await runtime.warm()  # so the printed timelines do not include importing the LLM SDK
         if settings.mqtt.url:  # the firmware (or firmware-sim) sees states and volume signals during the demo too
             from .device_link import start_device_link
 

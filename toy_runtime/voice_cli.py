@@ -214,9 +214,7 @@ async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, not
         voice_loaded.set_exception(exc)
         raise
     voice_loaded.set_result(engine)
-    await asyncio.to_thread(runtime.registry.verify)
-    if runtime.chat_client is not None:
-        await runtime.chat_client.warm()
+    await runtime.warm()
     await asyncio.to_thread(trim_heap)
     marks.mark("warm")
     runtime.audit.record("runtime.warm", since_start_ms=marks.marks["warm"], marks=dict(marks.marks))

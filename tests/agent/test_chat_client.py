@@ -37,12 +37,29 @@ async def test_concurrent_first_requests_share_one_client():
     with ScriptedLLMServer(default=Reply(text="Same.", delay_s=0.05)) as server:
         client = _client(server.url)
         try:
-            answers = await asyncio.gather(_text(client), _text(client), client.warm())
-            assert answers[:2] == ["Same.", "Same."]
-            assert len(server.requests) == 2
-            first = client._client
-            await client.warm()
-            assert client._client is first
+            built = await asyncio.gather(*(client._connection() for _ in range(3)))
+            assert built[0] is built[1] is built[2]
+            answers = await asyncio.gather(_text(client), _text(client))
+            assert answers == ["Same.", "Same."] and len(server.requests) == 2
+            assert client._client is built[0]
+        finally:
+            await client.aclose()
+
+
+async def test_building_the_client_is_setup_time_not_the_providers_time_to_first_token():
+    with ScriptedLLMServer(default=Reply(text="Quick.")) as server:
+        client = _client(server.url)
+        try:
+            cold = CallStats("chat")
+            created = cold.started
+            async for _ in client.stream(cold, model="scripted-model", messages=[{"role": "user", "content": "a"}]):
+                pass
+            assert cold.setup_ms > 0 and cold.as_dict()["setup_ms"] == round(cold.setup_ms, 3)
+            assert cold.started - created >= cold.setup_ms / 1000 - 1e-6  # the provider's clock starts after it
+            warm = CallStats("chat")
+            async for _ in client.stream(warm, model="scripted-model", messages=[{"role": "user", "content": "b"}]):
+                pass
+            assert warm.setup_ms == 0
         finally:
             await client.aclose()
 

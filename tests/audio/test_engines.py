@@ -79,6 +79,19 @@ def test_pocketsphinx_with_the_lm_dictionary_hears_the_same_and_reuses_the_cache
     assert os.stat(dictionary).st_mtime_ns == built
 
 
+def test_pocketsphinx_grammars_and_keyphrases_keep_the_whole_dictionary(tmp_path, speak16k):
+    """A grammar or keyword list may name words the language model lacks: those searches get every entry."""
+    from toy_runtime.adapters.pocketsphinx_asr import PocketsphinxRecognizer
+
+    grammar = "#JSGF V1.0; grammar g; public <c> = turn it up | turn it down;"
+    for options in ({"jsgf": grammar}, {"keyphrase": "hello toy", "kws_threshold": 1e-20}):
+        recognizer = PocketsphinxRecognizer(dictionary_cache=tmp_path, **options)
+        assert recognizer.model_paths["dict"].endswith("cmudict-en-us.dict")
+        if "jsgf" in options:
+            assert transcribe(recognizer, speak16k("turn it down")) == "turn it down"
+    assert not list(tmp_path.iterdir())
+
+
 def test_pocketsphinx_partials_reset_and_silence(sphinx, speak16k):
     pcm = bytes(32 * 300) + speak16k("what is the weather today")
     sphinx.start_utterance()

@@ -34,6 +34,9 @@ def test_other_formats_and_damaged_files_give_no_vocabulary(tmp_path):
     short = fake_trie_lm(tmp_path / "short.bin", ["<s>", "</s>", "hi"])
     short.write_bytes(short.read_bytes().replace(struct.pack("<I", 3), struct.pack("<I", 400), 1))
     assert lm_vocabulary(short) is None  # claims more words than the file holds
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(b"Trie Language Model\x03\x01")
+    assert lm_vocabulary(cut) is None  # the header itself is cut short
     unmarked = fake_trie_lm(tmp_path / "unmarked.bin", ["<s>", "</s>", "hi"])
     data = bytearray(unmarked.read_bytes())
     data[-len(b"<s>\0</s>\0hi\0") - 4] ^= 0xFF  # the words' length no longer matches them
@@ -53,7 +56,20 @@ def test_filtering_keeps_pronunciation_variants_and_the_cache_follows_its_source
     full.write_text(full.read_text(encoding="utf-8") + "hello(2) HH EH L OW\n", encoding="utf-8")
     changed = dictionary_for_lm(full, lm, cache)
     assert changed != small and "hello(2) HH EH L OW" in changed.read_text(encoding="utf-8")
-    assert not [p for p in os.listdir(cache) if p.endswith(".tmp")]
+    assert os.listdir(cache) == [changed.name]  # the old copy and no temporary file are left
+
+
+def test_a_cut_short_cache_file_is_rebuilt_not_loaded(tmp_path):
+    """A power loss while the first boot writes the cache can leave it empty or cut mid-line: never reuse that."""
+    lm = fake_trie_lm(tmp_path / "lm.bin", ["</s>", "<s>", "hello"])
+    full = tmp_path / "words.dict"
+    full.write_text("hello HH AH L OW\nzebra Z IY B R AH\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    small = dictionary_for_lm(full, lm, cache)
+    for damage in (b"", b"hello HH A"):
+        small.write_bytes(damage)
+        rebuilt = dictionary_for_lm(full, lm, cache)
+        assert rebuilt == small and rebuilt.read_text(encoding="utf-8") == "hello HH AH L OW\n"
 
 
 def test_an_unreadable_vocabulary_means_the_full_dictionary(tmp_path):

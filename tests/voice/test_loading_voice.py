@@ -64,6 +64,29 @@ async def test_cancelling_a_waiting_turn_does_not_cancel_the_load():
     assert await pieces(synth, "Still here.") == ["Still here."]
 
 
+async def test_a_turn_cancelled_as_the_voice_arrives_stays_cancelled():
+    """The engine and the cancellation land in the same loop iteration: the turn must still stop (a swallowed
+    cancellation would leave the speaker waiting for ever after a barge-in)."""
+    loaded: asyncio.Future = asyncio.get_running_loop().create_future()
+    synth = LoadingSynthesizer(loaded)
+    turn = asyncio.create_task(pieces(synth, "Hi."))
+    await asyncio.sleep(0.05)
+    loaded.set_result(ToneTTS(ms_per_char=1.0))
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+
+
+async def test_a_cancelled_load_is_a_speech_engine_error_for_waiting_turns():
+    loaded: asyncio.Future = asyncio.get_running_loop().create_future()
+    synth = LoadingSynthesizer(loaded)
+    turn = asyncio.create_task(pieces(synth, "Hi."))
+    await asyncio.sleep(0.05)
+    loaded.cancel()
+    with pytest.raises(SpeechEngineError, match="cancelled"):
+        await turn
+
+
 async def test_close_before_the_load_finishes_closes_the_engine_when_it_arrives():
     loaded: asyncio.Future = asyncio.get_running_loop().create_future()
     synth = LoadingSynthesizer(loaded)

@@ -7,6 +7,7 @@ class of hardware it costs ~120 ms after the end of speech for no gain on short 
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ class PocketsphinxRecognizer:
         except ImportError as exc:
             raise ImportError(f"pocketsphinx is not installed (pip install pocketsphinx): {exc}") from exc
         options: dict[str, Any] = {"loglevel": "FATAL", "samprate": float(sample_rate_hz), "fwdflat": fwdflat}
-        if dictionary_cache is not None and dict is None and jsgf is None:
+        searches = {"jsgf", "fsg", "kws", "keyphrase"}  # grammars and keyword lists may need words the LM lacks
+        if dictionary_cache is not None and dict is None and jsgf is None and not searches & set(decoder_options):
             dict = _dictionary_for_lm(lm, dictionary_cache)  # noqa: A001 - None keeps the bundled dictionary
         for key, value in (("hmm", hmm), ("lm", lm), ("dict", dict)):
             if value is not None:
@@ -54,7 +56,7 @@ class PocketsphinxRecognizer:
         try:
             self._decoder = Decoder(**options)
             if jsgf is not None:
-                self._decoder.set_jsgf_string("grammar", jsgf)
+                self._decoder.add_jsgf_string("grammar", jsgf)
                 self._decoder.activate_search("grammar")
         except (RuntimeError, ValueError) as exc:
             raise SpeechEngineError("asr-model-failed", f"pocketsphinx could not load: {exc}") from exc
@@ -127,6 +129,6 @@ def _dictionary_for_lm(lm: str | Path | None, cache_dir: str | Path) -> str | No
     try:
         filtered = dictionary_for_lm(model / "cmudict-en-us.dict", Path(lm) if lm else model / "en-us.lm.bin",
                                      cache_dir)
-    except OSError:  # a read-only or full disk: the full dictionary works, only slower
+    except (OSError, ValueError, struct.error):  # a read-only disk, an odd LM: the full dictionary works, slower
         return None
     return str(filtered) if filtered is not None else None

@@ -31,7 +31,7 @@ def lm_vocabulary(lm_path: str | Path) -> frozenset[str] | None:
     """
     with open(lm_path, "rb") as f:
         header = f.read(len(_TRIE_MAGIC) + 1 + 4 * 8)
-        if not header.startswith(_TRIE_MAGIC):
+        if not header.startswith(_TRIE_MAGIC) or len(header) < len(_TRIE_MAGIC) + 1 + 4:
             return None
         order = header[len(_TRIE_MAGIC)]
         if not 1 <= order <= 8:
@@ -72,24 +72,56 @@ def _entries_for(lines: Iterable[str], vocabulary: frozenset[str]) -> Iterable[s
 
 def dictionary_for_lm(dict_path: str | Path, lm_path: str | Path, cache_dir: str | Path) -> Path | None:
     """A copy of `dict_path` holding only the words of `lm_path`, cached in `cache_dir`; None when the LM's
-    vocabulary cannot be read (use the full dictionary then)."""
+    vocabulary cannot be read (use the full dictionary then).
+
+    The cached file's name carries a digest of both sources and the file's own size, so a changed model gets a
+    new file and a cut-short one (a power loss on the first boot) is rebuilt instead of loading as an empty
+    vocabulary. Older copies for the same dictionary are removed.
+    """
     dict_path, lm_path, cache_dir = Path(dict_path), Path(lm_path), Path(cache_dir)
     key = hashlib.sha256()
     for source in (dict_path, lm_path):
         st = source.stat()
         key.update(f"{source.resolve()}:{st.st_size}:{st.st_mtime_ns};".encode())
-    cached = cache_dir / f"{dict_path.stem}.lm-{key.hexdigest()[:16]}.dict"
-    if cached.is_file():
-        return cached
+    prefix = f"{dict_path.stem}.lm-{key.hexdigest()[:16]}-"
+    if cache_dir.is_dir():
+        for candidate in cache_dir.glob(f"{prefix}*.dict"):
+            size = candidate.name[len(prefix):-len(".dict")]
+            if size.isdigit() and int(size) > 0 and candidate.stat().st_size == int(size):
+                return candidate
     vocabulary = lm_vocabulary(lm_path)
     if vocabulary is None:
         return None
+    with open(dict_path, encoding="utf-8") as source:
+        data = "".join(_entries_for(source, vocabulary)).encode("utf-8")
+    if not data:
+        return None
     cache_dir.mkdir(parents=True, exist_ok=True)
+    cached = cache_dir / f"{prefix}{len(data)}.dict"
     partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
     try:
-        with open(dict_path, encoding="utf-8") as source, open(partial, "w", encoding="utf-8") as out:
-            out.writelines(_entries_for(source, vocabulary))
+        with open(partial, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(partial, cached)  # atomic: a reader never sees half a dictionary
+        _fsync_dir(cache_dir)
     finally:
         partial.unlink(missing_ok=True)
+    for old in cache_dir.glob(f"{dict_path.stem}.lm-*.dict"):
+        if old != cached:
+            old.unlink(missing_ok=True)
     return cached
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a directory; the file itself is synced
+    finally:
+        os.close(fd)

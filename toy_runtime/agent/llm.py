@@ -79,6 +79,7 @@ class CallStats:
     usage_source: Literal["provider", "estimate"] = "estimate"
     finish_reason: str | None = None
     fault: str | None = None
+    setup_ms: float = 0.0  # importing the SDK before the first request: the runtime's cost, not the provider's
 
     @property
     def ttft_ms(self) -> float | None:
@@ -106,6 +107,7 @@ class CallStats:
             "usage_source": self.usage_source,
             "finish_reason": self.finish_reason,
             "fault": self.fault,
+            "setup_ms": round(self.setup_ms, 3),
         }
 
 
@@ -136,6 +138,17 @@ class ChatClient:
     async def warm(self) -> None:
         """Import the SDK in a worker thread and build the client now, so the first turn does not wait for it."""
         await self._connection()
+
+    async def _connection_for(self, stats: CallStats) -> Any:
+        """The client; when it had to be built first, that time is `stats.setup_ms` and the provider's clock
+        (`stats.started`) starts after it."""
+        if self._client is not None:
+            return self._client
+        began = time.perf_counter()
+        client = await self._connection()
+        stats.setup_ms += (time.perf_counter() - began) * 1000
+        stats.started = time.perf_counter()
+        return client
 
     async def _connection(self) -> Any:
         if self._client is not None:
@@ -175,7 +188,7 @@ class ChatClient:
             request["stream_options"] = {"include_usage": True}
         completion_text: list[str] = []
         saw_chunk = False
-        client = await self._connection()
+        client = await self._connection_for(stats)
         try:
             stream = await client.chat.completions.create(**request)
             try:
@@ -228,7 +241,7 @@ class ChatClient:
 
     async def complete(self, stats: CallStats, **request: Any) -> Any:
         """One non-streaming request (EventAgent); faults become LLMFault."""
-        client = await self._connection()
+        client = await self._connection_for(stats)
         try:
             response = await client.chat.completions.create(stream=False, **request)
         except self._openai.APITimeoutError as exc:

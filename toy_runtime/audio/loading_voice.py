@@ -52,13 +52,16 @@ class LoadingSynthesizer:
         return self._expected_rate_hz
 
     async def wait(self) -> SpeechSynthesizer:
-        """The engine, once loaded; SpeechEngineError when loading failed."""
+        """The engine, once loaded; SpeechEngineError when loading failed or was cancelled."""
         if not self._engine.done():
             started = self._clock()
             try:
                 await asyncio.shield(self._engine)
             except asyncio.CancelledError:
-                if not self._engine.done() or self._engine.cancelled():
+                # Was the caller cancelled (re-raise, even if the engine arrived in the same loop iteration), or
+                # only the load (then it is a load failure, below)?
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
                     raise
             except Exception:
                 pass  # reported below, the same way for every caller

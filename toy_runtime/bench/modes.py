@@ -164,6 +164,7 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
         timing = runtime.chat_agent.client = ToolCallTiming(runtime.chat_agent.client)
     records = []
     try:
+        await runtime.warm()  # importing the LLM SDK is start-up, not the first turn's latency
         runner = runtime.new_turn_runner()
         for index, turn in enumerate(conversation.turns):
             base = {"repeat": repeat, "mode": settings.agent.tool_invocation_mode, "condition": condition,
