@@ -60,8 +60,8 @@ def run_condition(card, synth, *, ttft_s: float, events: bool, turns: int) -> di
                 if time.monotonic() - started > 90 or proc.poll() is not None:
                     raise RuntimeError("runtime did not finish loading")
                 time.sleep(0.05)
-            ready_s = time.monotonic() - started
-            rss_ready = rss_mb(proc.pid)
+            loaded_s = time.monotonic() - started
+            rss_loaded = rss_mb(proc.pid)
             time.sleep(1.0)
             for phrase in PHRASES[:turns]:
                 pieces = synth.synthesize_blocking(phrase)
@@ -77,7 +77,7 @@ def run_condition(card, synth, *, ttft_s: float, events: bool, turns: int) -> di
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=20)
     turns_done = audit_records(audit, "voice.turn")
-    return {"ready_s": ready_s, "rss_ready_mb": rss_ready, "rss_after_mb": rss_after, "turns": turns_done}
+    return {"loaded_s": loaded_s, "rss_loaded_mb": rss_loaded, "rss_after_mb": rss_after, "turns": turns_done}
 
 
 def med(values):
@@ -100,8 +100,8 @@ def summarize(label: str, result: dict) -> dict:
         "tts_first_clause_ms": med([t["first_clause_tts_ms"] for t in turns]),
         "provider_ttft_ms": med([t["provider_ttft_ms"] for t in turns]),
         "runtime_added_ms": med([t["runtime_added_ms"] for t in turns]),
-        "ready_s": round(result["ready_s"], 2),
-        "rss_ready_mb": round(result["rss_ready_mb"]),
+        "loaded_s": round(result["loaded_s"], 2),
+        "rss_loaded_mb": round(result["rss_loaded_mb"]),
         "rss_after_mb": round(result["rss_after_mb"]),
     }
     return row
@@ -123,7 +123,7 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
         return
     keys = ["condition", "turns", "endpoint_ms", "asr_final_ms", "first_token_ms", "first_clause_synth_ms",
-            "first_audio_ms", "tts_first_clause_ms", "runtime_added_ms", "ready_s", "rss_ready_mb", "rss_after_mb"]
+            "first_audio_ms", "tts_first_clause_ms", "runtime_added_ms", "loaded_s", "rss_loaded_mb", "rss_after_mb"]
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for row in rows:
