@@ -36,6 +36,17 @@ def device_rate(sd: Any, info: dict, wanted: int, kind: str) -> int:
         return int(info["default_samplerate"])
 
 
+def open_raw_stream(sd: Any, kind: str, info: dict, *, rate: int, blocksize: int, latency: Any, callback: Any,
+                    finished_callback: Any) -> Any:
+    """A mono int16 RawInputStream/RawOutputStream on `info`'s device; AudioDeviceError("device-open-failed")."""
+    stream_type = sd.RawInputStream if kind == "input" else sd.RawOutputStream
+    try:
+        return stream_type(samplerate=rate, blocksize=blocksize, device=info["index"], channels=1, dtype="int16",
+                           latency=latency, callback=callback, finished_callback=finished_callback)
+    except sd.PortAudioError as exc:
+        raise AudioDeviceError("device-open-failed", f"cannot open {kind} {info['name']!r}: {exc}") from exc
+
+
 def close_stream(stream: Any) -> None:
     """Abort (drop buffers, do not wait for them to play) and close a stream."""
     try:

@@ -11,7 +11,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from toy_runtime.adapters.sounddevice_base import close_stream, device_rate, import_sounddevice, resolve_device
+from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_raw_stream,
+                                                   resolve_device)
 from toy_runtime.ports.audio import AudioDeviceError, AudioFrame
 
 if TYPE_CHECKING:
@@ -95,19 +96,8 @@ class SoundDeviceSource:
             from toy_runtime.audio.resample import Resampler
 
             self._resampler = Resampler(rate, self.sample_rate_hz)
-        try:
-            return sd.RawInputStream(
-                samplerate=rate,
-                blocksize=rate * self.frame_ms // 1000 * self.block_frames,
-                device=info["index"],
-                channels=1,
-                dtype="int16",
-                latency=self._latency,
-                callback=self._callback,
-                finished_callback=self._finished,
-            )
-        except sd.PortAudioError as exc:
-            raise AudioDeviceError("device-open-failed", f"cannot open input {info['name']!r}: {exc}") from exc
+        return open_raw_stream(sd, "input", info, rate=rate, blocksize=rate * self.frame_ms // 1000 * self.block_frames,
+                               latency=self._latency, callback=self._callback, finished_callback=self._finished)
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
         # PortAudio thread: no blocking, no asyncio objects.

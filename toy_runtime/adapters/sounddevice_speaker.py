@@ -13,7 +13,8 @@ import time
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
-from toy_runtime.adapters.sounddevice_base import close_stream, device_rate, import_sounddevice, resolve_device
+from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_raw_stream,
+                                                   resolve_device)
 from toy_runtime.audio.pcm_io import AnswerFutures
 from toy_runtime.ports.audio import AudioDeviceError
 
@@ -97,19 +98,8 @@ class SoundDeviceSink:
         rate = device_rate(sd, info, wanted, "output")
         self.sample_rate_hz = rate
         self.device_name = str(info["name"])
-        try:
-            return sd.RawOutputStream(
-                samplerate=rate,
-                blocksize=max(1, rate * self.block_ms // 1000),
-                device=info["index"],
-                channels=1,
-                dtype="int16",
-                latency=self._latency,
-                callback=self._callback,
-                finished_callback=self._finished,
-            )
-        except sd.PortAudioError as exc:
-            raise AudioDeviceError("device-open-failed", f"cannot open output {info['name']!r}: {exc}") from exc
+        return open_raw_stream(sd, "output", info, rate=rate, blocksize=max(1, rate * self.block_ms // 1000),
+                               latency=self._latency, callback=self._callback, finished_callback=self._finished)
 
     # -- PortAudio thread ---------------------------------------------------------------------------------
 
