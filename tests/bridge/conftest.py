@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import queue
 import socket
 import uuid
@@ -18,19 +17,12 @@ from firmware_bridge import BridgeConfig
 from firmware_bridge.client import BridgeClient
 from firmware_bridge.endpoint import MqttEndpoint
 from firmware_bridge.firmware import FirmwareClient
-from toy_runtime.testing.broker import BrokerError, MosquittoBroker
+from toy_runtime.testing.broker import MosquittoBroker, start_broker_for_test
 
 FAST = {"reconnect_min_delay_s": 0.05, "reconnect_max_delay_s": 0.5}
 
 
-def start_broker(**kwargs: Any) -> MosquittoBroker:
-    """Start a private mosquitto; skip the test if it cannot run here (unless CI sets TOY_REQUIRE_SERVICES=1)."""
-    try:
-        return MosquittoBroker(**kwargs).start()
-    except (BrokerError, OSError) as exc:
-        if os.environ.get("TOY_REQUIRE_SERVICES"):
-            raise
-        pytest.skip(f"mosquitto unavailable: {exc}")
+start_broker = start_broker_for_test  # a private mosquitto; skipped here, failed in CI, when it cannot run
 
 
 @pytest.fixture

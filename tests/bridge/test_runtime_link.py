@@ -10,8 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from toy_runtime.app import build_runtime
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.device_link import start_device_link
@@ -99,12 +97,9 @@ async def test_remote_commands_need_the_capability(broker, tmp_path):
 
 
 def test_auth_failure_is_one_clear_line(tmp_path):
-    from toy_runtime.testing.broker import MosquittoBroker
+    from toy_runtime.testing.broker import start_broker_for_test
 
-    try:
-        broker = MosquittoBroker(users={"toy9": "right-password"}).start()
-    except TypeError:
-        pytest.skip("MosquittoBroker has no users option")
+    broker = start_broker_for_test(users={"toy9": "right-password"})
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
         env.update(TOY_STATE_DIR=str(tmp_path), TOY_MQTT__USERNAME="toy9", TOY_MQTT__PASSWORD="wrong")

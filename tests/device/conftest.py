@@ -8,21 +8,13 @@ from typing import Iterator
 
 import pytest
 
-from toy_runtime.testing.services import service_unavailable
-
-from toy_runtime.testing.broker import BrokerError, MosquittoBroker
-from toy_runtime.testing.pulse_mixer import PulseError, PulseMixerServer
-
+from toy_runtime.testing.broker import MosquittoBroker, start_broker_for_test
+from toy_runtime.testing.pulse_mixer import PulseMixerServer, start_pulse_mixer_for_test
 
 
 @pytest.fixture(scope="module")
 def pulse() -> Iterator[PulseMixerServer]:
-    try:
-        import alsaaudio  # noqa: F401  (the real mixer needs pyalsaaudio)
-
-        server = PulseMixerServer().start()
-    except (ImportError, PulseError, OSError) as exc:
-        service_unavailable("PulseAudio / pyalsaaudio", exc)
+    server = start_pulse_mixer_for_test()
     try:
         yield server
     finally:
@@ -39,10 +31,7 @@ def fresh_pulse(pulse: PulseMixerServer) -> PulseMixerServer:
 
 @pytest.fixture
 def broker() -> Iterator[MosquittoBroker]:
-    try:
-        b = MosquittoBroker().start()
-    except (BrokerError, OSError) as exc:
-        service_unavailable("mosquitto", exc)
+    b = start_broker_for_test()
     try:
         yield b
     finally:

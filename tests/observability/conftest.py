@@ -38,12 +38,9 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 @pytest.fixture
 def broker_with_users() -> Iterator[Any]:
     """A private mosquitto that only lets `toy` / `s3cret` in."""
-    from toy_runtime.testing.broker import BrokerError, MosquittoBroker
+    from toy_runtime.testing.broker import start_broker_for_test
 
-    try:
-        broker = MosquittoBroker(users={"toy": "s3cret"}).start()
-    except (BrokerError, OSError, FileNotFoundError) as exc:
-        service_unavailable("mosquitto", exc)
+    broker = start_broker_for_test(users={"toy": "s3cret"})
     try:
         yield broker
     finally:
@@ -53,14 +50,9 @@ def broker_with_users() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def pulse_mixer() -> Iterator[Any]:
     """A headless PulseAudio whose null sink the ALSA `pulse` device exposes as `Master` (PULSE_SERVER set)."""
-    from toy_runtime.testing.pulse_mixer import PulseError, PulseMixerServer
+    from toy_runtime.testing.pulse_mixer import start_pulse_mixer_for_test
 
-    try:
-        import alsaaudio  # noqa: F401  (the real mixer needs pyalsaaudio)
-
-        server = PulseMixerServer().start()
-    except (ImportError, PulseError, OSError) as exc:
-        service_unavailable("PulseAudio / pyalsaaudio", exc)
+    server = start_pulse_mixer_for_test()
     try:
         yield server
     finally:

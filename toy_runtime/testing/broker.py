@@ -217,3 +217,15 @@ class MosquittoBroker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def start_broker_for_test(**kwargs) -> MosquittoBroker:
+    """A started private mosquitto (`MosquittoBroker(**kwargs)`) for a test fixture; when it cannot run here the test
+    is skipped, or fails with the original error under TOY_REQUIRE_SERVICES=1 (testing.services)."""
+    from .services import service_unavailable
+
+    try:
+        return MosquittoBroker(**kwargs).start()
+    except (BrokerError, OSError) as exc:
+        service_unavailable("mosquitto", exc)
+        raise  # service_unavailable always raises

@@ -126,3 +126,17 @@ class PulseMixerServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_pulse_mixer_for_test() -> PulseMixerServer:
+    """A started PulseMixerServer for a test fixture (the real ALSA mixer needs pyalsaaudio too); when it cannot run
+    here the test is skipped, or fails with the original error under TOY_REQUIRE_SERVICES=1 (testing.services)."""
+    from .services import service_unavailable
+
+    try:
+        import alsaaudio  # noqa: F401
+
+        return PulseMixerServer().start()
+    except (ImportError, PulseError, OSError) as exc:
+        service_unavailable("PulseAudio / pyalsaaudio", exc)
+        raise  # service_unavailable always raises
