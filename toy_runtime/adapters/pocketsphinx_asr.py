@@ -120,15 +120,15 @@ class PocketsphinxRecognizer:
 
 
 def _dictionary_for_lm(lm: str | Path | None, cache_dir: str | Path) -> str | None:
-    """The bundled dictionary filtered to `lm`'s words (the bundled LM by default), or None to use it whole."""
-    from pocketsphinx import get_model_path
+    """The decoder's default dictionary filtered to `lm`'s words (its default LM when None), or None to use it
+    whole."""
+    from pocketsphinx import Config
 
     from toy_runtime.adapters.pocketsphinx_dict import dictionary_for_lm
 
-    model = Path(get_model_path()) / "en-us"
+    defaults = Config()  # the same model files Decoder() would load
     try:
-        filtered = dictionary_for_lm(model / "cmudict-en-us.dict", Path(lm) if lm else model / "en-us.lm.bin",
-                                     cache_dir)
+        filtered = dictionary_for_lm(defaults["dict"], lm or defaults["lm"], cache_dir)
     except (OSError, ValueError, struct.error):  # a read-only disk, an odd LM: the full dictionary works, slower
         return None
     return str(filtered) if filtered is not None else None

@@ -156,10 +156,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `toy-runtime doctor` to the CLI's subparsers."""
+    from ..cli import _add_config
+
     p = subparsers.add_parser(
         "doctor", help="check config, audio devices, models, mixer, broker, LLM and disk; explain fixes",
         description="Exit code 1 when a check fails (WARN and SKIP do not fail), else 0.")
-    p.add_argument("--config", metavar="FILE", help="TOML profile loaded on top of the defaults")
+    _add_config(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of {name, status, detail, fix, ms}")
     p.add_argument("--skip", action="append", choices=CHECKS[1:], metavar="CHECK",
                    help=f"skip a check (repeatable): {', '.join(CHECKS[1:])}")

@@ -99,9 +99,7 @@ class EventRegistry:
         unknown = wanted - set(self._by_name)
         if unknown:
             raise UnknownEvent(", ".join(sorted(unknown)))
-        subset = EventRegistry(d for d in self if d.name in wanted)
-        subset._validators = {n: v for n, v in self._validators.items() if n in wanted}  # already checked
-        return subset
+        return EventRegistry(d for d in self if d.name in wanted)  # checked schemas are shared (_compile)
 
     @property
     def names(self) -> list[str]:
