@@ -2,20 +2,26 @@
 
 Both invocation modes share the persona, history, sampling and output budget; only the event instruction and the
 way events come out of the stream differ (a hidden text block vs native tool calls).
+
+Every piece of visible text passes the speakable guard (`speakable.py`) before it becomes a Segment. A tool call the
+model wrote into its content is recovered in chat_agent_tools (through the same argument rules and kernel checks as a
+native call) and hidden and audited in dual_agent. A reply cut by the token limit ends at its last whole sentence.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal
 
 from ..events import AuditSink, EventRegistry, EventRequest, SourceProtocol
 from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
-from .prompts import catalog_instruction, tools_instruction
-from .sentences import SpeechSplitter
+from .markup import Hidden
+from .prompts import FOLLOW_UP_TOOL_NOTE, catalog_instruction, results_message, tools_instruction
+from .speakable import SpeakableGuard, SpeakableRules, reason
 from .text_events import EventBlock, TextEventParser, UnclosedBlock, Visible
-from .tool_calls import AssembledCall, ToolCallAssembler
+from .tool_calls import AssembledCall, ToolCallAssembler, calls_from_text
 
 Mode = Literal["dual_agent", "chat_agent_tools"]
 
@@ -40,14 +46,14 @@ class Detected:
 class ReplyRecord:
     """What one ChatAgent call produced, for history and provider follow-up messages."""
 
-    visible: list[str] = field(default_factory=list)
+    visible: list[str] = field(default_factory=list)  # the spoken segments, after the speakable guard
     tool_calls: list[AssembledCall] = field(default_factory=list)
     event_ids: dict[str, str] = field(default_factory=dict)  # provider call id → our event id
     ignored_events: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
-        return "".join(self.visible).strip()
+        return " ".join(self.visible).strip()
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class ChatAgent:
         self.sampling = sampling
         self.audit = audit
         self.first_clause_min_chars = first_clause_min_chars
+        self.speakable_rules = speakable_rules(registry, persona)
 
     # -- prompts ------------------------------------------------------------------------------------
 
@@ -102,7 +109,8 @@ class ChatAgent:
         With allow_events False (a follow-up round), event blocks are still hidden and tool calls still parsed,
         but nothing is dispatched: search results must never trigger actions. Ignored names are audited.
         """
-        splitter = SpeechSplitter(first_clause_min_chars=self.first_clause_min_chars)
+        guard = SpeakableGuard(self.speakable_rules, first_clause_min_chars=self.first_clause_min_chars)
+        stripped: Counter[str] = Counter()  # formatting removed from speech, audited once per reply
         parser = TextEventParser() if self.mode == "dual_agent" else None
         assembler = ToolCallAssembler()
 
@@ -130,9 +138,35 @@ class ChatAgent:
                 out.append(Detected(request))
             return out
 
-        def visible(text: str) -> list[Segment]:
-            record.visible.append(text)
-            return [Segment(s) for s in splitter.feed(text)]
+        def guarded(items: list[str | Hidden]) -> list[Segment | Detected]:
+            out: list[Segment | Detected] = []
+            for item in items:
+                if isinstance(item, str):
+                    record.visible.append(item)
+                    out.append(Segment(item))
+                else:
+                    out.extend(hidden(item))
+            return out
+
+        def hidden(item: Hidden) -> list[Detected]:
+            calls = calls_from_text(item.values, first_index=len(record.tool_calls))
+            if calls:
+                names = [call.name for call in calls]
+                if self.mode == "chat_agent_tools":
+                    self.audit.record("chat.text_tool_call_recovered", turn_id=turn_id, names=names,
+                                      raw=_short(item.raw), unclosed=item.unclosed)
+                    return requests_from_calls(calls)
+                self.audit.record("chat.text_tool_call_hidden", turn_id=turn_id, names=names, raw=_short(item.raw),
+                                  reason="tool calls written as text are not run in dual_agent")
+            elif item.kind in _FORMATTING:
+                stripped[item.kind] += 1
+            elif item.kind == "partial_sentence":
+                self.audit.record("chat.partial_sentence_dropped", turn_id=turn_id, text=_short(item.raw),
+                                  reason=reason(item.kind))
+            else:
+                self.audit.record("chat.text_hidden", turn_id=turn_id, hidden=item.kind, reason=reason(item.kind),
+                                  raw=_short(item.raw), unclosed=item.unclosed)
+            return []
 
         try:
             async for item in self.client.stream(stats, model=self.model, messages=messages,
@@ -140,13 +174,13 @@ class ChatAgent:
                                                  sampling=self.sampling.as_request()):
                 if isinstance(item, ContentDelta):
                     if parser is None:
-                        for segment in visible(item.text):
-                            yield segment
+                        for out in guarded(guard.feed(item.text)):
+                            yield out
                         continue
                     for parsed in parser.feed(item.text):
                         if isinstance(parsed, Visible):
-                            for segment in visible(parsed.text):
-                                yield segment
+                            for out in guarded(guard.feed(parsed.text)):
+                                yield out
                         elif isinstance(parsed, EventBlock):
                             self.audit.record("chat.event_block", turn_id=turn_id, raw=parsed.raw)
                             for detected in requests_from_names(parsed.names):
@@ -164,12 +198,29 @@ class ChatAgent:
         if parser is not None:
             for parsed in parser.close():
                 if isinstance(parsed, Visible):
-                    for segment in visible(parsed.text):
-                        yield segment
+                    for out in guarded(guard.feed(parsed.text)):
+                        yield out
                 elif isinstance(parsed, UnclosedBlock):
                     self.audit.record("chat.unclosed_event_block", turn_id=turn_id, raw=parsed.raw,
                                       names=list(parsed.names))
-        for text in splitter.flush():
-            yield Segment(text)
+        # a reply cut by the token limit ends at its last whole sentence
+        for out in guarded(guard.finish(cut_by_length=stats.finish_reason == "length")):
+            yield out
+        if stripped:
+            self.audit.record("chat.markup_stripped", turn_id=turn_id, counts=dict(stripped))
         for detected in requests_from_calls(assembler.finish()):
             yield detected
+
+
+_FORMATTING = frozenset({"markdown", "emoji", "tag", "link_url"})  # counted, not recorded one by one
+
+
+def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRules:
+    """The guard's rules for this registry: every event and tool name, and every prompt text a model might echo."""
+    names = [d.name for d in registry] + [d.tool_name for d in registry]
+    instructions = [catalog_instruction(registry), tools_instruction(), FOLLOW_UP_TOOL_NOTE, results_message([])]
+    return SpeakableRules(names, [persona, *instructions] if persona else instructions)
+
+
+def _short(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

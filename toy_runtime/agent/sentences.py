@@ -50,6 +50,15 @@ def _is_cjk(ch: str) -> bool:
     )
 
 
+def ends_sentence(text: str) -> bool:
+    """True when `text` ends with a sentence stop (closing quotes and brackets after it allowed).
+
+    A reply cut by the token limit is spoken only up to its last text for which this holds.
+    """
+    core = text.rstrip().rstrip(_CLOSERS)
+    return bool(core) and core[-1] in _LATIN_STOPS + _CJK_STOPS
+
+
 def _clean(segment: str) -> str:
     """Trim whitespace and punctuation left over from the previous cut; '' when nothing is speakable."""
     text = segment.strip().lstrip(_LEADING_JUNK).strip()

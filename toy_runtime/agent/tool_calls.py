@@ -16,6 +16,10 @@ already parse as JSON is *not* completed early, because a later fragment could s
 
 Arguments never raise: empty → `{}`, JSON `null` → `{}`, malformed or non-object → `arguments=None`
 with `arguments_error` set (the pipeline then treats them as missing).
+
+Small local models (Qwen2.5 on llama.cpp, some Ollama models) often write the call into the content instead:
+`calls_from_text()` turns the JSON values the speakable guard found there (`{"name": …, "arguments": …}`, a list of
+them, `{"function": {…}}`, `{"tool_calls": […]}`) into the same `AssembledCall`s, through the same argument rules.
 """
 
 from __future__ import annotations
@@ -153,3 +157,48 @@ class ToolCallAssembler:
             done.append(self._open.complete())
             self._open = None
             self._completed += 1
+
+
+TEXT_CALL_PREFIX = "text_call_"
+
+
+def _call_shape(value: Any) -> tuple[str, Any] | None:
+    """(name, raw arguments) when `value` has the shape of one tool call, else None."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):  # {"type": "function", "function": {"name": …, "arguments": …}}
+        value = value["function"]
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    if "arguments" in value:
+        return name.strip(), value["arguments"]
+    if "parameters" in value:  # the Llama 3 spelling
+        return name.strip(), value["parameters"]
+    if set(value) <= {"name", "type", "id"}:
+        return name.strip(), None  # a call without arguments
+    return None
+
+
+def calls_from_text(values: Iterable[Any], *, first_index: int = 0) -> list[AssembledCall]:
+    """Tool calls written as text: each JSON value found in the content that has a call's shape, in order.
+
+    Names are not checked here (unknown ones are rejected later, exactly like native calls); arguments go through
+    `parse_arguments` when they are a string, and the same empty/null/non-object rules when they are a value.
+    """
+    shapes: list[tuple[str, Any]] = []
+    for value in values:
+        if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+            value = value["tool_calls"]
+        for item in value if isinstance(value, list) else (value,):
+            shape = _call_shape(item)
+            if shape is not None:
+                shapes.append(shape)
+    calls = []
+    for offset, (name, raw) in enumerate(shapes):
+        raw_text = raw if isinstance(raw, str) else ("" if raw is None else json.dumps(raw, ensure_ascii=False))
+        arguments, error = parse_arguments(raw_text)
+        index = first_index + offset
+        calls.append(AssembledCall(index=index, call_id=f"{TEXT_CALL_PREFIX}{index}", name=name,
+                                   arguments=arguments, arguments_error=error, raw_arguments=raw_text))
+    return calls

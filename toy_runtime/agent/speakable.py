@@ -1,0 +1,145 @@
+"""The speakable-text guard: the one gate every word passes on its way to TTS.
+
+    content deltas ─▶ MarkupFilter (markup, emoji, tags, JSON, code) ─▶ SpeechSplitter ─▶ segment check ─▶ speech
+                                   └─▶ Hidden items (tool calls in them can be recovered by the caller)
+
+The segment check drops what only the registry and the prompts can recognise: registered event and tool names
+(`device.volume.adjust`, `adjust_device_volume`), catalog lines (`session.terminate: End the …`) and sentences of the
+instruction text read back aloud ("You can also trigger these device events:"). It runs on whole segments, which the
+splitter holds until a clause or sentence ends anyway, so it adds no waiting; the markup filter holds text only while
+a prefix could still become markup. `detect()` runs the same guard over a finished text and says what it would
+remove and why, so the bench counts leaks with the code that prevents them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from .markup import Hidden, MarkupFilter, Text
+from .sentences import SpeechSplitter, ends_sentence
+
+REASONS = {
+    "markdown": "markdown formatting",
+    "emoji": "emoji",
+    "tag": "an XML-like tag",
+    "tool_call": "tool-call syntax",
+    "event_block": "an event block",
+    "reasoning": "a reasoning block",
+    "json": "a JSON object",
+    "code": "code",
+    "link_url": "a link address",
+    "name": "a registered event or tool name",
+    "catalog": "a line of the event catalog",
+    "instruction": "instruction text read back",
+    "partial_sentence": "a sentence cut by the token limit",
+}
+MIN_ECHO_WORDS = 5  # a segment this long found word for word in the prompts is an echo, not an answer
+_WORDS = re.compile(r"\w+")
+_SPACES = re.compile(r"[ \t]{2,}")
+_SENTENCE_PARTS = re.compile(r"[.:;!?]+(?=\s|\Z)|\n")  # a period inside a dotted name does not cut
+
+
+def reason(kind: str) -> str:
+    """Why text of this kind is never spoken."""
+    return REASONS.get(kind, kind)
+
+
+def _normalized(text: str) -> str:
+    return " ".join(_WORDS.findall(text.lower()))
+
+
+class SpeakableRules:
+    """What only the runtime knows: event/tool names and the prompt text. Built once per agent, shared by guards."""
+
+    def __init__(self, names: Iterable[str] = (), instructions: Iterable[str] = ()) -> None:
+        unique = sorted({n for n in names if n}, key=len, reverse=True)
+        alternatives = "|".join(re.escape(n) for n in unique)
+        # a name is a whole token: not part of a longer word or dotted name
+        self._names = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w]|\.\w)", re.IGNORECASE) if unique else None
+        self._catalog = (re.compile(rf"\W*(?:{alternatives})\s*(?:[:：—–-]|\Z)", re.IGNORECASE) if unique else None)
+        texts = list(instructions)
+        self._fragments = {_normalized(part) for text in texts for part in _SENTENCE_PARTS.split(text)}
+        self._fragments = {f for f in self._fragments if " " in f}  # one word alone is never an echo
+        self._corpus = " " + " ".join(_normalized(text) for text in texts) + " "
+
+    def check(self, segment: str) -> tuple[str, list[Hidden]]:
+        """The segment with names removed (or '' when it must not be spoken at all), and what was removed."""
+        if self._catalog is not None and self._catalog.match(segment):
+            return "", [Hidden("catalog", segment)]
+        words = _normalized(segment)
+        if words and (words in self._fragments or
+                      (words.count(" ") + 1 >= MIN_ECHO_WORDS and f" {words} " in self._corpus)):
+            return "", [Hidden("instruction", segment)]
+        if self._names is None:
+            return segment, []
+        hidden = [Hidden("name", m.group()) for m in self._names.finditer(segment)]
+        if not hidden:
+            return segment, []
+        text = _SPACES.sub(" ", self._names.sub("", segment)).strip()
+        return (text if any(ch.isalnum() for ch in text) else ""), hidden
+
+
+NO_RULES = SpeakableRules()
+
+
+class SpeakableGuard:
+    """Turns one reply's content deltas into speakable segments plus the hidden items. One guard per reply."""
+
+    def __init__(self, rules: SpeakableRules = NO_RULES, *, first_clause_min_chars: int = 12,
+                 first_clause_min_chars_cjk: int = 6) -> None:
+        self.rules = rules
+        self._markup = MarkupFilter()
+        self._splitter = SpeechSplitter(first_clause_min_chars=first_clause_min_chars,
+                                        first_clause_min_chars_cjk=first_clause_min_chars_cjk)
+
+    def feed(self, chunk: str) -> list[str | Hidden]:
+        """Consume one content delta; return finished segments and hidden items, in order."""
+        return self._pass(self._markup.feed(chunk))
+
+    def finish(self, *, cut_by_length: bool = False) -> list[str | Hidden]:
+        """End of the reply. With `cut_by_length` (finish_reason "length") an unfinished last sentence is hidden."""
+        out = self._pass(self._markup.close())
+        tail = self._splitter.pending
+        segments = self._splitter.flush()
+        if cut_by_length and segments and not ends_sentence(tail):
+            return out + [Hidden("partial_sentence", segments[0])]
+        for segment in segments:
+            out.extend(self._segment(segment))
+        return out
+
+    def _pass(self, items: list[Text | Hidden]) -> list[str | Hidden]:
+        out: list[str | Hidden] = []
+        for item in items:
+            if isinstance(item, Text):
+                for segment in self._splitter.feed(item.text):
+                    out.extend(self._segment(segment))
+            else:
+                out.append(item)
+        return out
+
+    def _segment(self, segment: str) -> list[str | Hidden]:
+        text, hidden = self.rules.check(_SPACES.sub(" ", segment))
+        return [*hidden, text] if text else list(hidden)
+
+
+def speakable(text: str, rules: SpeakableRules = NO_RULES, **splitter: int) -> tuple[list[str], list[Hidden]]:
+    """A whole text through the guard: (segments to speak, hidden items)."""
+    guard = SpeakableGuard(rules, **splitter)
+    items = guard.feed(text) + guard.finish()
+    return [i for i in items if isinstance(i, str)], [i for i in items if isinstance(i, Hidden)]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One unspeakable thing in a text: its kind, why it is never spoken, and the raw text."""
+
+    kind: str
+    reason: str
+    raw: str
+
+
+def detect(text: str, rules: SpeakableRules = NO_RULES) -> list[Finding]:
+    """What the guard would remove from `text`, and why; [] when all of it is speakable."""
+    return [Finding(h.kind, reason(h.kind), h.raw) for h in speakable(text, rules)[1]]
