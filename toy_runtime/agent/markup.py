@@ -29,7 +29,7 @@ _EMOJI = ("\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u2300-\u23FF\u2190-\u
 _SPECIAL = re.compile(f"[\\n<{{}}\\[\\]`*_~{_EMOJI}]")
 _EMOJI_RE = re.compile(f"[{_EMOJI}]")
 _TAG = re.compile(r"<(/?)(\|?[A-Za-z_][\w.|-]*\|?)(=[^<>\n]*)?\s*(/?)>")
-_TAG_PREFIX = re.compile(r"<(?:/?(?:\|?[A-Za-z_][\w.|-]*\|?(?:=[^<>\n]*)?\s*/?)?)?\Z")
+_TAG_PREFIX = re.compile(r"<(?:/?\|?(?:[A-Za-z_][\w.|-]*\|?(?:=[^<>\n]*)?\s*/?)?)?\Z")
 # at a line start: heading, bullet, numbered item, block quote, or a horizontal rule
 _LINE_MARKER = re.compile(r"[ \t]*(?:(?:[-*_][ \t]*){3,}(?=\n)|#{1,6}[ \t]+|(?:[-*+•]|\d{1,3}[.)])[ \t]+|>[ \t]?)")
 _LAST_RULE = re.compile(r"[ \t]*(?:[-*_][ \t]*){3,}\Z")  # a horizontal rule as the reply's last line

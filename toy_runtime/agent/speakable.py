@@ -38,12 +38,18 @@ REASONS = {
 MIN_ECHO_WORDS = 5  # a segment this long found word for word in the prompts is an echo, not an answer
 _WORDS = re.compile(r"\w+")
 _SPACES = re.compile(r"[ \t]{2,}")
+_SPACE_BEFORE_MARK = re.compile(r"\s+(?=[.,!?;:。，！？；：])")  # left where something was removed: "did it 👍."
 _SENTENCE_PARTS = re.compile(r"[.:;!?]+(?=\s|\Z)|\n")  # a period inside a dotted name does not cut
 
 
 def reason(kind: str) -> str:
     """Why text of this kind is never spoken."""
     return REASONS.get(kind, kind)
+
+
+def _as_spoken(text: str) -> str:
+    markup = MarkupFilter()
+    return "".join(i.text for i in markup.feed(text) + markup.close() if isinstance(i, Text))
 
 
 def _normalized(text: str) -> str:
@@ -59,7 +65,8 @@ class SpeakableRules:
         # a name is a whole token: not part of a longer word or dotted name
         self._names = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w]|\.\w)", re.IGNORECASE) if unique else None
         self._catalog = (re.compile(rf"\W*(?:{alternatives})\s*(?:[:：—–-]|\Z)", re.IGNORECASE) if unique else None)
-        texts = list(instructions)
+        # compared as spoken: the prompts' own markup (`<agent_events>…`, "- " bullets) is what the guard removes
+        texts = [_as_spoken(text) for text in instructions]
         self._fragments = {_normalized(part) for text in texts for part in _SENTENCE_PARTS.split(text)}
         self._fragments = {f for f in self._fragments if " " in f}  # one word alone is never an echo
         self._corpus = " " + " ".join(_normalized(text) for text in texts) + " "
@@ -77,7 +84,7 @@ class SpeakableRules:
         hidden = [Hidden("name", m.group()) for m in self._names.finditer(segment)]
         if not hidden:
             return segment, []
-        text = _SPACES.sub(" ", self._names.sub("", segment)).strip()
+        text = _SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", self._names.sub("", segment))).strip()
         return (text if any(ch.isalnum() for ch in text) else ""), hidden
 
 
@@ -120,7 +127,7 @@ class SpeakableGuard:
         return out
 
     def _segment(self, segment: str) -> list[str | Hidden]:
-        text, hidden = self.rules.check(_SPACES.sub(" ", segment))
+        text, hidden = self.rules.check(_SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", segment)))
         return [*hidden, text] if text else list(hidden)
 
 

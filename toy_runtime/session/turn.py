@@ -16,7 +16,7 @@ from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
 from ..agent.event_agent import EventAgent
 from ..agent.llm import CallStats, LLMFault
 from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, results_message
-from ..agent.sentences import SpeechSplitter
+from ..agent.speakable import NO_RULES, speakable
 from ..config import AgentConfig
 from ..events import (
     AuditSink,
@@ -108,9 +108,14 @@ class TurnRunner:
                 return
             # whole template lines are cut the same way, so speech can start with their first clause
             # (an early first clause only for answer 1, where it decides how soon the child hears anything)
+            # and pass the same speakable guard as model text
             early = self.config.first_clause_min_chars if speech.answer == 1 else 0
-            splitter = SpeechSplitter(first_clause_min_chars=early, first_clause_min_chars_cjk=early)
-            for part in splitter.feed(speech.text) + splitter.flush():
+            parts, hidden = speakable(speech.text, self.chat.speakable_rules if self.chat else NO_RULES,
+                                      first_clause_min_chars=early, first_clause_min_chars_cjk=early)
+            if hidden:
+                self.audit.record("speech.hidden", turn_id=turn_id, speech_kind=speech.kind,
+                                  hidden=[h.kind for h in hidden])
+            for part in parts:
                 piece = Speech(speech.answer, part, sources=speech.sources, kind=speech.kind, at=speech.at)
                 spoken.append(piece)
                 emit(piece)

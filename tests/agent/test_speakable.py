@@ -1,0 +1,194 @@
+"""The speakable guard: every form of unspeakable text, at every chunk boundary."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from toy_runtime.agent.chat_agent import speakable_rules
+from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
+from toy_runtime.agent.prompts import catalog_instruction, tools_instruction
+from toy_runtime.agent.speakable import SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.tool_calls import calls_from_text
+from toy_runtime.events import EventRegistry
+from toy_runtime.fakes import memory_ports
+from toy_runtime.plugins import default_registry
+
+VOLUME_CALL = {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}
+HERMES = '<tool_call>{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}</tool_call>'
+
+
+def _registry() -> EventRegistry:
+    return default_registry(memory_ports())
+
+
+RULES = speakable_rules(_registry(), "You are Pip, a warm, playful talking toy for a young child.")
+
+# (reply as a model wrote it, what may be spoken, kinds that must be reported hidden, JSON values hidden)
+CASES = {
+    "bold and italics": ("**Dinosaurs** were *huge* and __fast__, _really_!",
+                         ["Dinosaurs were huge and fast,", "really!"], {"markdown"}, []),
+    "heading and bullets": ("## Fun facts\n- They laid eggs.\n* Some flew.\n1. T. rex was big.\n2) So was Bob.",
+                            ["Fun facts", "They laid eggs.", "Some flew.", "T. rex was big.", "So was Bob."],
+                            {"markdown"}, []),
+    "rule and quote": ("Hello there.\n---\n> A quote here.", ["Hello there.", "A quote here."], {"markdown"}, []),
+    "link keeps its text": ("See [the zoo page](https://zoo.example/a_(b)) today.", ["See the zoo page today."],
+                            {"markdown", "link_url"}, []),
+    "inline code": ("Say `print(1)` twice.", ["Say twice."], {"code"}, []),
+    "emoji": ("Great job! 🎉🦖 You did it 👍🏽.", ["Great job!", "You did it."], {"emoji"}, []),
+    "hermes tool call": ("Okay, turning it up!" + HERMES, ["Okay, turning it up!"], {"tool_call"}, [VOLUME_CALL]),
+    "bare json call": ('Sure! {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}} Done.',
+                       ["Sure!", "Done."], {"json"}, [VOLUME_CALL]),
+    "json fence": ('Sure!\n```json\n{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}'
+                   '\n```\nAll set.', ["Sure!", "All set."], {"code"}, [VOLUME_CALL]),
+    "tools tags": ('<tools>\n{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}\n</tools>'
+                   "Okay.", ["Okay."], {"tool_call"}, [VOLUME_CALL]),
+    "doubled braces": ('Okay! {{"name": "adjust_device_volume", "arguments": {{"mode": "absolute", "value": 30}}}}',
+                       ["Okay!"], {"json"}, [VOLUME_CALL]),
+    "list of calls": ('Okay! [{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}, '
+                      '{"name": "terminate_session", "arguments": {}}] Bye.', ["Okay!", "Bye."], {"json"},
+                      [[VOLUME_CALL, {"name": "terminate_session", "arguments": {}}]]),
+    "function tag": ('Bye!<function=terminate_session>{}</function>', ["Bye!"], {"tool_call"},
+                     [{"name": "terminate_session", "arguments": {}}]),
+    "other tags and specials": ("Hi<|im_end|> <b>there</b>, friend.", ["Hi there, friend."], {"tag"}, []),
+    "event block outside dual_agent": ("Bye!<agent_events>session.terminate</agent_events>", ["Bye!"],
+                                       {"event_block"}, []),
+    "names": ("Now device.volume.adjust is done. I called adjust_device_volume!", ["Now is done.", "I called!"],
+              {"name"}, []),
+    "catalog echo": (catalog_instruction(_registry()) + "\nHi there!", ["Hi there!"], {"instruction", "catalog"}, []),
+    "tools instruction echo": (tools_instruction() + " Hello!", ["Hello!"], {"instruction"}, []),
+    "persona echo": ("You are Pip, a warm, playful talking toy for a young child. Hi!", ["Hi!"], {"instruction"}, []),
+}
+
+# ordinary speech that must come through untouched (no hiding at all)
+PLAIN = [
+    ("It is 3.5 meters long, about 1,000 kg, and 3 < 5 at 10:30.", ["It is 3.5 meters long,",
+                                                                    "about 1,000 kg, and 3 < 5 at 10:30."]),
+    ("My volume is loud, and the session was fun.", ["My volume is loud,", "and the session was fun."]),
+    ("Use snake_case ~5 times - ok?", ["Use snake_case ~5 times - ok?"]),
+    ("恐龙很大！它们会下蛋。", ["恐龙很大！", "它们会下蛋。"]),
+]
+
+
+def run(text: str, pieces: list[str], rules: SpeakableRules = RULES) -> tuple[list[str], list[Hidden]]:
+    guard = SpeakableGuard(rules)
+    items = []
+    for piece in pieces:
+        items += guard.feed(piece)
+    items += guard.finish()
+    return [i for i in items if isinstance(i, str)], [i for i in items if isinstance(i, Hidden)]
+
+
+def splits(text: str) -> dict[str, list[str]]:
+    """Whole, char by char, and seeded random splits (1-7 characters)."""
+    rng = random.Random(13)
+    out = {"whole": [text], "chars": list(text)}
+    for n in range(3):
+        pieces, i = [], 0
+        while i < len(text):
+            step = rng.randint(1, 7)
+            pieces.append(text[i:i + step])
+            i += step
+        out[f"random{n}"] = pieces
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_unspeakable_forms_are_hidden_at_any_chunking(case):
+    text, spoken, kinds, values = CASES[case]
+    for how, pieces in splits(text).items():
+        said, hidden = run(text, pieces)
+        assert said == spoken, how
+        assert kinds <= {h.kind for h in hidden}, how
+        assert [v for h in hidden for v in h.values] == values, how
+        assert not detect(" ".join(said), RULES), how
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_two_piece_split(case):
+    text, spoken, _, values = CASES[case]
+    for cut in range(len(text) + 1):
+        said, hidden = run(text, [text[:cut], text[cut:]])
+        assert said == spoken, cut
+        assert [v for h in hidden for v in h.values] == values, cut
+
+
+@pytest.mark.parametrize("text,spoken", PLAIN)
+def test_plain_speech_passes_untouched(text, spoken):
+    for how, pieces in splits(text).items():
+        said, hidden = run(text, pieces)
+        assert said == spoken and hidden == [], how
+    assert detect(text, RULES) == []
+
+
+def test_detector_says_what_and_why():
+    findings = detect("**Hi** 🎉 " + HERMES + " device.volume.adjust is on.", RULES)
+    kinds = [(f.kind, f.reason) for f in findings]
+    assert ("markdown", "markdown formatting") in kinds
+    assert ("emoji", "emoji") in kinds
+    assert ("tool_call", "tool-call syntax") in kinds
+    assert ("name", "a registered event or tool name") in kinds
+    assert next(f.raw for f in findings if f.kind == "tool_call") == HERMES
+
+
+def test_plain_text_is_released_at_once_and_markup_prefixes_only_until_ruled_out():
+    markup = MarkupFilter()
+    assert markup.feed("Sure") == [Text("Sure")] and markup.held == ""
+    assert markup.feed(" <") == [Text(" ")] and markup.held == "<"  # could become <tool_call>
+    assert markup.feed(" 3") == [Text("< 3")] and markup.held == ""
+    assert markup.feed(" <tool") == [Text(" ")] and markup.held == "<tool"
+    assert markup.feed('_call>{"name"') == [] and markup.held.startswith("<tool_call>")
+    markup = MarkupFilter()
+    assert markup.feed("1") == [] and markup.feed("0 cats") == [Text("10 cats")]  # "1. " was possible, then not
+
+
+def test_unclosed_blocks_are_hidden_not_spoken():
+    for text in ("Okay!<tool_call>{\"name\": \"adjust_device", "Okay! {\"name\": \"x\"", "Okay! ```json\n{",
+                 "Okay! `code"):
+        said, hidden = run(text, list(text))
+        assert said == ["Okay!"]
+        assert hidden[-1].unclosed
+
+
+def test_a_closed_call_in_an_unclosed_tag_is_still_recovered():
+    said, hidden = run("Sure!<tool_call>" + '{"name": "terminate_session", "arguments": {}}', ["Sure!<tool_call>{",
+                                                                                             '"name": "terminate_session", "arguments": {}}'])
+    assert said == ["Sure!"]
+    assert hidden[-1].unclosed and hidden[-1].values == ({"name": "terminate_session", "arguments": {}},)
+
+
+def test_cut_by_length_drops_only_the_partial_sentence():
+    for cut_text, spoken in (("Dinosaurs were huge. Some of them could fl", ["Dinosaurs were huge."]),
+                             ("Dinosaurs were huge. They flew!", ["Dinosaurs were huge.", "They flew!"]),
+                             ('He said "hi." ', ['He said "hi."']),
+                             ("恐龙很大。它们会", ["恐龙很大。"])):
+        guard = SpeakableGuard(RULES)
+        items = guard.feed(cut_text) + guard.finish(cut_by_length=True)
+        assert [i for i in items if isinstance(i, str)] == spoken
+        dropped = [i for i in items if isinstance(i, Hidden) and i.kind == "partial_sentence"]
+        assert len(dropped) == (0 if cut_text.rstrip().endswith(('.', '!', '"')) else 1)
+    # without the length cut, the same tail is spoken
+    assert speakable("Dinosaurs were huge. Some of them could fl", RULES)[0][-1] == "Some of them could fl"
+
+
+def test_json_values_undo_doubled_braces_and_skip_garbage():
+    assert json_values('x {"a": 1} y [1, 2] {bad} {{"b": {{"c": 2}}}}') == [{"a": 1}, [1, 2], {"b": {"c": 2}}]
+
+
+def test_calls_from_text_shapes_and_argument_rules():
+    calls = calls_from_text([
+        [{"name": "adjust_device_volume", "arguments": {"mode": "mute"}}, {"name": "terminate_session"}],
+        {"name": "Rex", "age": 3},  # a JSON object about a dinosaur is not a call
+        {"type": "function", "function": {"name": "web_search", "arguments": '{"query": "cats"}'}},
+        {"name": "adjust_device_volume", "parameters": {"mode": "unmute"}},
+        {"name": "adjust_device_volume", "arguments": "not json"},
+        {"name": "adjust_device_volume", "arguments": [1]},
+        {"tool_calls": [{"name": "terminate_session", "arguments": None}]},
+    ], first_index=2)
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("adjust_device_volume", {"mode": "mute"}), ("terminate_session", {}), ("web_search", {"query": "cats"}),
+        ("adjust_device_volume", {"mode": "unmute"}), ("adjust_device_volume", None), ("adjust_device_volume", None),
+        ("terminate_session", {})]
+    assert [c.call_id for c in calls][:2] == ["text_call_2", "text_call_3"]
+    assert calls[4].arguments_error.startswith("malformed JSON") and "list" in calls[5].arguments_error
