@@ -1,0 +1,127 @@
+"""Speakable text end to end: small-model habits through the real client, the scripted server and the kernel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toy_runtime.agent.prompts import catalog_instruction
+from toy_runtime.agent.speakable import detect
+from toy_runtime.events import EventStatus
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+from .conftest import MODES
+from .test_turns import is_follow_up, reply_for
+
+CALL = {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}
+CALL_JSON = json.dumps(CALL)
+# how Qwen2.5 0.5B/1.5B on llama.cpp wrote the same call into its content
+TEXT_CALLS = {
+    "hermes": f"<tool_call>\n{CALL_JSON}\n</tool_call>",
+    "bare": CALL_JSON,
+    "json fence": f"```json\n{CALL_JSON}\n```",
+    "tools tags": f"<tools>{CALL_JSON}</tools>",
+    "doubled braces": CALL_JSON.replace("{", "{{").replace("}", "}}"),
+    "list": f"[{CALL_JSON}]",
+}
+
+
+def spoken_is_clean(h, turn) -> None:
+    text = " ".join(turn.speech())
+    assert detect(text, h.runtime.chat_agent.speakable_rules) == []
+    for needle in ("*", "#", "`", "{", "}", "<", "adjust_device_volume", "device.volume", "http"):
+        assert needle not in text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_markdown_reply_is_spoken_clean(mode, llm_server, make_harness):
+    llm_server.add(Reply(text="## Dinosaur facts\n**Dinosaurs** were *huge*! 🦖\n- They laid eggs.\n"
+                              "- See [the museum](https://museum.example/dinos) for more.", chunk_size=3))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("tell me about dinosaurs")
+    assert turn.speech(answer=1) == ["Dinosaur facts", "Dinosaurs were huge!", "They laid eggs.",
+                                     "See the museum for more."]
+    spoken_is_clean(h, turn)
+    [stripped] = h.audit.of("chat.markup_stripped")
+    assert stripped["counts"]["markdown"] >= 6 and stripped["counts"]["emoji"] == 1
+
+
+@pytest.mark.parametrize("form", TEXT_CALLS)
+async def test_a_tool_call_written_as_text_runs_in_chat_agent_tools(form, llm_server, make_harness):
+    llm_server.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
+    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    turn = await h.turn("set the volume to 30")
+    [event] = turn.events
+    assert event.name == "device.volume.adjust" and event.status is EventStatus.SUCCEEDED
+    assert (await h.mixer.get()).level == 30
+    assert turn.speech(answer=1) == ["Okay, volume thirty!"]
+    spoken_is_clean(h, turn)
+    [recovered] = h.audit.of("chat.text_tool_call_recovered")
+    assert recovered["names"] == ["adjust_device_volume"]
+    [detected] = h.audit.of("event.detected")
+    assert detected["source"] == "tool_calls"
+
+
+async def test_a_text_tool_call_with_an_unknown_name_is_rejected_not_spoken(llm_server, make_harness):
+    llm_server.add(Reply(text='Sure! <tool_call>{"name": "launch_rocket", "arguments": {}}</tool_call>'))
+    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    before = (await h.mixer.get()).level
+    turn = await h.turn("launch the rocket")
+    assert turn.speech(answer=1) == ["Sure!"]
+    assert turn.events == [] and turn.metrics["dropped_events"] == ["launch_rocket"]
+    assert h.audit.of("event.dropped")[0]["reason"] == "unknown_event"
+    assert h.audit.of("chat.text_tool_call_recovered")[0]["names"] == ["launch_rocket"]
+    assert (await h.mixer.get()).level == before
+
+
+@pytest.mark.parametrize("form", ["hermes", "bare", "json fence"])
+async def test_a_tool_call_written_as_text_is_hidden_and_audited_in_dual_agent(form, llm_server, make_harness):
+    llm_server.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    before = (await h.mixer.get()).level
+    turn = await h.turn("set the volume to 30")
+    assert turn.events == [] and h.audit.of("event.detected") == []
+    assert (await h.mixer.get()).level == before
+    assert turn.speech(answer=1) == ["Okay, volume thirty!"]
+    spoken_is_clean(h, turn)
+    [hidden] = h.audit.of("chat.text_tool_call_hidden")
+    assert hidden["names"] == ["adjust_device_volume"] and "adjust_device_volume" in hidden["raw"]
+
+
+async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(llm_server, make_harness):
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    llm_server.add(Reply(text=catalog_instruction(h.runtime.registry) + "\nHi there, friend!", chunk_size=4))
+    turn = await h.turn("hello")
+    assert turn.speech(answer=1) == ["Hi there, friend!"]
+    spoken_is_clean(h, turn)
+    hidden = {r["hidden"] for r in h.audit.of("chat.text_hidden")}
+    assert {"instruction", "catalog"} <= hidden
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_reply_cut_by_the_token_limit_ends_at_its_last_whole_sentence(mode, llm_server, make_harness):
+    llm_server.add(Reply(text="Dinosaurs lived long ago. Some of them could fly and some could sw",
+                         finish_reason="length", chunk_size=5))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("tell me about dinosaurs")
+    assert turn.speech(answer=1) == ["Dinosaurs lived long ago."]
+    [dropped] = h.audit.of("chat.partial_sentence_dropped")
+    assert dropped["text"] == "Some of them could fly and some could sw"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mode, make_harness):
+    def answer(request):
+        if is_follow_up(request):
+            return Reply(text=f"**I checked:** the tallest was Sauroposeidon! 🦕 <tool_call>{CALL_JSON}</tool_call>")
+        return reply_for(mode, "Let me check.", [("knowledge.web.search", "web_search", {"query": "tallest"})])
+
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode=mode, base_url=server.url)
+        before = (await h.mixer.get()).level
+        turn = await h.turn("what was the tallest dinosaur?")
+    assert " ".join(turn.speech(answer=2)) == "I checked: the tallest was Sauroposeidon!"
+    assert [e.name for e in turn.events] == ["knowledge.web.search"]
+    assert (await h.mixer.get()).level == before
+    spoken_is_clean(h, turn)
