@@ -158,3 +158,49 @@ def test_cli_writes_markdown_json_records_and_a_png(tmp_path, capsys):
     lines = (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 4 * 4  # 2 conversations × 2 turns × 2 modes × 2 conditions
     assert "report:" in capsys.readouterr().out
+
+
+async def test_small_model_habits_are_counted_as_hidden_not_leaked():
+    """Markdown and a Hermes tool call on every first answer: the guard hides them, the bench says so per kind."""
+    dataset = load_dataset(DATASET).subset(["en-06"])
+    oracle = Oracle(dataset, request_time=NOW, timezone=DEFAULT_TIMEZONE)
+    call = '<tool_call>{"name": "adjust_device_volume", "arguments": {"mode": "mute"}}</tool_call>'
+
+    def respond(request):
+        if request.get("tool_choice") is not None or request["messages"][-1]["role"] != "user":
+            return oracle(request)
+        return Reply(text="## Okay\n**Sure thing!** " + call, chunk_size=3)
+
+    _, server = _oracle(dataset, respond)
+    try:
+        records = await _replay(dataset, server, conditions=("enabled",))
+    finally:
+        server.close()
+    summary = summarize(records, model="scripted-model")
+    for mode, call_kind in (("dual_agent", "text_tool_call_hidden"), ("chat_agent_tools", "text_tool_call_recovered")):
+        group = summary["groups"][f"{mode}/enabled"]
+        assert group["accuracy"]["visible_leaks"] == 0
+        guard = group["speakable_guard"]
+        turns = group["runs"]["completed_turns"]
+        assert guard["turns_with_hidden_text"]["num"] >= 1
+        assert guard["hidden_by_kind"]["markdown"] >= 3 * guard["hidden_by_kind"][call_kind]
+        assert 1 <= guard["hidden_by_kind"][call_kind] <= turns
+
+
+def test_the_leak_metric_uses_the_guards_detector():
+    from toy_runtime.agent.chat_agent import speakable_rules
+    from toy_runtime.bench.metrics import speech_leaks
+
+    rules = speakable_rules(default_registry(memory_ports()))
+    assert speech_leaks("Okay, all done.", rules) == []
+    kinds = speech_leaks('**Okay** 🎉 {"name": "adjust_device_volume", "arguments": {}} <agent_events>x'
+                         "</agent_events> device.volume.adjust", rules)
+    assert {"markdown", "emoji", "json", "event_block", "name"} <= set(kinds)
+    record = {"mode": "dual_agent", "condition": "enabled", "repeat": 0, "conversation": "c", "category": "x",
+              "expected": [], "detected": [], "events": [],
+              "metrics": {"first_answer": {}, "llm_calls": 1, "chat_calls": 1, "prompt_tokens": 1,
+                          "completion_tokens": 1, "event_agent": {"calls": 0, "tokens": 0}, "events": [],
+                          "total_ms": 1.0}}
+    records = [dict(record, leaks=kinds, visible_leak=True), dict(record, leaks=[], visible_leak=False)]
+    accuracy = summarize(records, model="m")["groups"]["dual_agent/enabled"]["accuracy"]
+    assert accuracy["visible_leaks"] == 1 and accuracy["leak_kinds"]["json"] == 1

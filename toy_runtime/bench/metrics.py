@@ -13,6 +13,10 @@ behind the figure); rates as value, numerator and denominator. Definitions (all 
 - execution success = succeeded / events that reached a handler (succeeded, failed, timed out).
 - deterministic hit rate = events resolved without the EventAgent LLM / events that went through resolution.
 - cost = ChatAgent tokens × model price + EventAgent tokens × event-model price (USD per 1M tokens, prices.toml).
+- visible leaks = turns whose spoken text still holds anything unspeakable (markup, emoji, JSON, tool-call syntax,
+  event/tool names, catalog or instruction text), found by the speakable guard's own detector; guard = what the guard
+  removed before speech (from the audit log), per kind, with text tool calls recovered or hidden and sentences cut by
+  the token limit.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 from ..agent.llm import TOKEN_ESTIMATOR, estimate_tokens
 from ..agent.prompts import catalog_instruction, tools_instruction
+from ..agent.speakable import SpeakableRules, detect
 from ..events import EventRegistry
 
 EXECUTED = ("succeeded", "failed", "timed_out")
@@ -47,6 +52,35 @@ def dist(values: Iterable[float | None]) -> dict[str, Any]:
 def rate(num: int, den: int) -> dict[str, Any]:
     """num/den with both counts kept; value None when den is 0."""
     return {"value": round(num / den, 4) if den else None, "num": num, "den": den}
+
+
+# -- speakable text ------------------------------------------------------------------------------------
+
+GUARD_AUDIT = ("chat.text_hidden", "chat.text_tool_call_recovered", "chat.text_tool_call_hidden",
+               "chat.markup_stripped", "chat.partial_sentence_dropped", "speech.hidden")
+
+
+def speech_leaks(text: str, rules: SpeakableRules) -> list[str]:
+    """Kinds of unspeakable text found in what was spoken (the guard's detector; [] when clean)."""
+    return [finding.kind for finding in detect(text, rules)]
+
+
+def guard_hidden(records: Iterable[Mapping[str, Any]], turn_id: str) -> dict[str, int]:
+    """What the speakable guard removed in one turn, per kind, from its audit records."""
+    counts: Counter[str] = Counter()
+    for record in records:
+        if record.get("turn_id") != turn_id or record["kind"] not in GUARD_AUDIT:
+            continue
+        kind = record["kind"]
+        if kind == "chat.markup_stripped":
+            counts.update(record.get("counts") or {})
+        elif kind == "chat.text_hidden":
+            counts[record["hidden"]] += 1
+        elif kind == "speech.hidden":
+            counts.update(record.get("hidden") or [])
+        else:
+            counts[kind.removeprefix("chat.")] += 1
+    return dict(counts)
 
 
 # -- prices ---------------------------------------------------------------------------------------------
@@ -261,9 +295,14 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
             "execution_success": rate(sum(1 for e in executed if e["status"] == "succeeded"), len(executed)),
             "correct_events": rate(correct_events, expected_total),
             "visible_leaks": sum(1 for r in ok_rows if r.get("visible_leak")),
+            "leak_kinds": dict(Counter(k for r in ok_rows for k in set(r.get("leaks") or ()))),  # turns per kind
             "first_answer_nonempty": rate(sum(1 for r in ok_rows if r.get("first_answer_text")), len(ok_rows)),
             "first_answer_before_search": rate(sum(1 for r in search_rows if r["first_answer_before_search"]),
                                                len(search_rows)),
+        },
+        "speakable_guard": {
+            "turns_with_hidden_text": rate(sum(1 for r in ok_rows if r.get("guard_hidden")), len(ok_rows)),
+            "hidden_by_kind": dict(sum((Counter(r.get("guard_hidden") or {}) for r in ok_rows), Counter())),
         },
         "direct_mode": {
             "event_turns": len(event_rows),

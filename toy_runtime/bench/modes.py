@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
+from ..agent.chat_agent import speakable_rules
 from ..agent.llm import CallStats, ToolCallDeltas
 from ..app import build_runtime
 from ..config import Settings, load_settings, with_updates
@@ -41,10 +42,10 @@ from .dataset import (
     arguments_match,
     concrete_arguments,
 )
+from .metrics import guard_hidden, speech_leaks
 
 MODES = ("dual_agent", "chat_agent_tools")
 CONDITIONS: dict[str, tuple[str, ...] | None] = {"disabled": (), "enabled": None}  # events.enabled per condition
-LEAK_MARKERS = ("agent_events", "<agent", "</agent")
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,8 @@ def evaluate_turn(items: list[Any], expected: list[ExpectedEvent], *, runtime, a
     first_answer_at = next((s.at for s in speeches if s.answer == 1), None)
     search_done_at = next((o.at for o in outcomes if o.result.name == SEARCH), None)
     visible = " ".join(s.text for s in speeches)
+    rules = runtime.chat_agent.speakable_rules if runtime.chat_agent else speakable_rules(runtime.registry)
+    leaks = speech_leaks(visible, rules)  # the guard's own detector on what was actually spoken
     first = metrics.get("first_answer") or {}
     return {
         "expected": [e.name for e in expected],
@@ -267,7 +270,9 @@ def evaluate_turn(items: list[Any], expected: list[ExpectedEvent], *, runtime, a
         "event_agent_completion_tokens": sum(c.completion_tokens for c in ea_calls),
         "first_answer_text": " ".join(s.text for s in speeches if s.answer == 1 and s.kind == "reply"),
         "second_answer_text": " ".join(s.text for s in speeches if s.answer == 2),
-        "visible_leak": any(marker in visible for marker in LEAK_MARKERS),
+        "leaks": leaks,
+        "visible_leak": bool(leaks),
+        "guard_hidden": guard_hidden(audit.records, end.turn_id),
         # the design requires the first answer not to wait for search; None when the turn had no search result
         "first_answer_before_search": (None if search_done_at is None
                                        else first_answer_at is not None and first_answer_at < search_done_at),

@@ -142,7 +142,9 @@ def markdown(summary: Mapping[str, Any]) -> str:
             ("deterministic-resolution hit rate (no EventAgent LLM)", lambda x: _rate(x["resolution"]["deterministic_hit_rate"])),
             ("correct events / expected", lambda x: _rate(x["accuracy"]["correct_events"])),
             ("first answer spoken before search result", lambda x: _rate(x["accuracy"]["first_answer_before_search"])),
-            ("hidden-block leaks into speech", lambda x: str(x["accuracy"]["visible_leaks"])),
+            ("turns with unspeakable text spoken (guard's detector)", lambda x: str(x["accuracy"]["visible_leaks"])),
+            ("turns where the guard hid text before speech",
+             lambda x: _rate(x["speakable_guard"]["turns_with_hidden_text"])),
         ]), ""]
 
         out += ["## Direct-mode behaviour: visible content vs native tool calls", "",
