@@ -192,3 +192,16 @@ def test_calls_from_text_shapes_and_argument_rules():
         ("terminate_session", {})]
     assert [c.call_id for c in calls][:2] == ["text_call_2", "text_call_3"]
     assert calls[4].arguments_error.startswith("malformed JSON") and "list" in calls[5].arguments_error
+
+
+def test_plain_word_names_are_not_removed_from_speech():
+    rules = SpeakableRules(["search", "web_search", "knowledge.web.search"])
+    assert speakable("I can search for it. Not web_search or knowledge.web.search though.", rules)[0] == [
+        "I can search for it.", "Not or though."]
+
+
+def test_ends_sentence():
+    from toy_runtime.agent.sentences import ends_sentence
+
+    assert ends_sentence("Hi there.") and ends_sentence('He said "go!" ') and ends_sentence("好的。")
+    assert not ends_sentence("Some of them could fl") and not ends_sentence("Well,") and not ends_sentence("")

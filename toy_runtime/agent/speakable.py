@@ -60,7 +60,9 @@ class SpeakableRules:
     """What only the runtime knows: event/tool names and the prompt text. Built once per agent, shared by guards."""
 
     def __init__(self, names: Iterable[str] = (), instructions: Iterable[str] = ()) -> None:
-        unique = sorted({n for n in names if n}, key=len, reverse=True)
+        # a name without a separator ("search") cannot be told from an ordinary word, so only dotted, snake- or
+        # kebab-case names are removed (every built-in name and tool name is one of those)
+        unique = sorted({n for n in names if n and any(sep in n for sep in "._-")}, key=len, reverse=True)
         alternatives = "|".join(re.escape(n) for n in unique)
         # a name is a whole token: not part of a longer word or dotted name
         self._names = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w]|\.\w)", re.IGNORECASE) if unique else None
