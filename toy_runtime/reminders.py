@@ -38,6 +38,11 @@ async def chat_agent_line(runtime, event: HostEvent) -> str:
         text = (response.choices[0].message.content or "").strip()
     except (LLMFault, IndexError, AttributeError):
         text = ""
+    if text:  # model text reaches the speaker only through the speakable guard
+        from .agent.speakable import NO_RULES, speakable
+
+        chat = getattr(runtime, "chat_agent", None)
+        text = " ".join(speakable(text, chat.speakable_rules if chat is not None else NO_RULES)[0])
     return text or reminder_line(event)
 
 

@@ -125,3 +125,14 @@ async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mo
     assert [e.name for e in turn.events] == ["knowledge.web.search"]
     assert (await h.mixer.get()).level == before
     spoken_is_clean(h, turn)
+
+
+async def test_a_chat_agent_reminder_line_passes_the_guard(llm_server, make_harness):
+    from toy_runtime.hostevents import AgentInput, EventSource, HostEvent
+    from toy_runtime.reminders import chat_agent_line
+
+    llm_server.add(Reply(text="**Time to brush your teeth!** 🪥 adjust_device_volume"))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"),
+                      input=AgentInput(data={"title": "brush your teeth"}))
+    assert await chat_agent_line(h.runtime, event) == "Time to brush your teeth!"
