@@ -52,6 +52,11 @@ def _as_spoken(text: str) -> str:
     return "".join(i.text for i in markup.feed(text) + markup.close() if isinstance(i, Text))
 
 
+def _tidy(text: str) -> str:
+    """Collapse the gaps that removed text leaves ("did it 👍." → "did it.")."""
+    return _SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", text)).strip()
+
+
 def _normalized(text: str) -> str:
     return " ".join(_WORDS.findall(text.lower()))
 
@@ -65,7 +70,9 @@ class SpeakableRules:
         unique = sorted({n for n in names if n and any(sep in n for sep in "._-")}, key=len, reverse=True)
         alternatives = "|".join(re.escape(n) for n in unique)
         # a name is a whole token: not part of a longer word or dotted name
-        self._names = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w]|\.\w)", re.IGNORECASE) if unique else None
+        # written as a call, `adjust_device_volume(mode="mute")`, its arguments go too (to the segment's end if open)
+        self._names = (re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w]|\.\w)(\s*\((?:[^()]*\)|[^()]*\Z))?",
+                                  re.IGNORECASE) if unique else None)
         self._catalog = (re.compile(rf"\W*(?:{alternatives})\s*(?:[:：—–-]|\Z)", re.IGNORECASE) if unique else None)
         # compared as spoken: the prompts' own markup (`<agent_events>…`, "- " bullets) is what the guard removes
         texts = [_as_spoken(text) for text in instructions]
@@ -73,21 +80,24 @@ class SpeakableRules:
         self._fragments = {f for f in self._fragments if " " in f}  # one word alone is never an echo
         self._corpus = " " + " ".join(_normalized(text) for text in texts) + " "
 
-    def check(self, segment: str) -> tuple[str, list[Hidden]]:
-        """The segment with names removed (or '' when it must not be spoken at all), and what was removed."""
+    def check(self, segment: str) -> tuple[str, list[Hidden], bool]:
+        """(the segment with names removed, or '' when it must not be spoken at all; what was removed; whether a
+        call written as `name(` is still open at the segment's end)."""
         if self._catalog is not None and self._catalog.match(segment):
-            return "", [Hidden("catalog", segment)]
+            return "", [Hidden("catalog", segment)], False
         words = _normalized(segment)
         if words and (words in self._fragments or
                       (words.count(" ") + 1 >= MIN_ECHO_WORDS and f" {words} " in self._corpus)):
-            return "", [Hidden("instruction", segment)]
+            return "", [Hidden("instruction", segment)], False
         if self._names is None:
-            return segment, []
-        hidden = [Hidden("name", m.group()) for m in self._names.finditer(segment)]
-        if not hidden:
-            return segment, []
-        text = _SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", self._names.sub("", segment))).strip()
-        return (text if any(ch.isalnum() for ch in text) else ""), hidden
+            return segment, [], False
+        matches = list(self._names.finditer(segment))
+        if not matches:
+            return segment, [], False
+        hidden = [Hidden("tool_call" if m.group(1) else "name", m.group()) for m in matches]
+        open_call = bool(matches[-1].group(1)) and not matches[-1].group(1).endswith(")")
+        text = _tidy(self._names.sub("", segment))
+        return (text if any(ch.isalnum() for ch in text) else ""), hidden, open_call
 
 
 NO_RULES = SpeakableRules()
@@ -99,6 +109,7 @@ class SpeakableGuard:
     def __init__(self, rules: SpeakableRules = NO_RULES, *, first_clause_min_chars: int = 12,
                  first_clause_min_chars_cjk: int = 6) -> None:
         self.rules = rules
+        self._open_call = False
         self._markup = MarkupFilter()
         self._splitter = SpeechSplitter(first_clause_min_chars=first_clause_min_chars,
                                         first_clause_min_chars_cjk=first_clause_min_chars_cjk)
@@ -129,8 +140,18 @@ class SpeakableGuard:
         return out
 
     def _segment(self, segment: str) -> list[str | Hidden]:
-        text, hidden = self.rules.check(_SPACE_BEFORE_MARK.sub("", _SPACES.sub(" ", segment)))
-        return [*hidden, text] if text else list(hidden)
+        segment = _tidy(segment)
+        hidden: list[Hidden] = []
+        if self._open_call:  # the arguments of `name(` went on past a clause cut
+            close = segment.find(")")
+            if close < 0:
+                return [Hidden("tool_call", segment)]
+            hidden.append(Hidden("tool_call", segment[: close + 1]))
+            segment = segment[close + 1:].strip()
+            self._open_call = False
+        text, found, self._open_call = self.rules.check(segment)
+        hidden += found
+        return [*hidden, text] if text else hidden
 
 
 def speakable(text: str, rules: SpeakableRules = NO_RULES, **splitter: int) -> tuple[list[str], list[Hidden]]:
