@@ -17,6 +17,17 @@ from .session.turn import TurnRunner
 from .signals import SignalBus
 
 
+def build_mixer(settings: Settings) -> Mixer:
+    """The configured mixer adapter."""
+    if settings.volume.backend == "alsa":
+        from .adapters.alsa_mixer import AlsaMixer
+
+        return AlsaMixer(device=settings.volume.device, control=settings.volume.control)
+    from .fakes.device import MemoryMixer
+
+    return MemoryMixer(level=settings.volume.initial_level)
+
+
 def build_search(settings: Settings) -> SearchProvider | None:
     """The configured search adapter, or None when search is off (the default).
 
