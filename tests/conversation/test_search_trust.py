@@ -94,7 +94,7 @@ async def test_snippets_are_quoted_evidence_and_never_reach_history_or_event_age
     assert MARKER in follow_text and "untrusted" in follow_text
     carrier = next(m["content"] for m in follow["messages"] if MARKER in str(m.get("content")))
     if mode == "dual_agent":
-        block = re.search(re.escape(EVIDENCE_OPEN) + r"\n(.*)\n" + re.escape(EVIDENCE_CLOSE), carrier, re.S)
+        block = re.search(re.escape(EVIDENCE_OPEN) + r"\n(.*?)\n" + re.escape(EVIDENCE_CLOSE), carrier, re.S)
         assert block and MARKER in block.group(1) and EVIDENCE_CLOSE not in block.group(1)
     else:
         assert any(m["role"] == "tool" and MARKER in m["content"] for m in follow["messages"])
