@@ -139,3 +139,15 @@ async def test_event_agent_calls_are_attributed_to_their_own_turn_when_two_conve
         assert turn.events[0].status is EventStatus.SUCCEEDED and turn.events[0].fallback_used
         assert turn.metrics["event_agent"] == {"calls": 1, "tokens": 45}
         assert turn.end.llm_calls == 2
+
+
+async def test_history_keeps_the_configured_number_of_exchanges(llm_server, make_harness):
+    llm_server.add(*[Reply(text=f"Answer {i}.") for i in range(4)])
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    h.runner.conversation = type(h.runner.conversation)(history_turns=2)
+    for i in range(4):
+        await h.turn(f"question {i}")
+    assert h.runner.conversation.messages == [
+        {"role": "user", "content": "question 2"}, {"role": "assistant", "content": "Answer 2."},
+        {"role": "user", "content": "question 3"}, {"role": "assistant", "content": "Answer 3."},
+    ]
