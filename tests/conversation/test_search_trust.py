@@ -49,6 +49,18 @@ async def test_search_off_the_model_is_not_offered_it_and_a_request_gets_the_hon
     assert turn.end.llm_calls == 1 and turn.metrics["event_agent"]["calls"] == 0
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_search_off_an_explicit_search_request_is_answered_honestly_without_the_model(mode, llm_server,
+                                                                                          make_harness):
+    llm_server.add(Reply(text="Once upon a time, a dinosaur sang."))  # only for the second turn
+    h = make_harness(mode=mode, base_url=llm_server.url, search="off")
+    turn = await h.turn("can you search the web for dinosaurs?")
+    assert llm_server.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
+    assert " ".join(turn.speech()) == OFF_LINE
+    story = await h.turn("tell me a story about dinosaurs")  # anything else still goes to the model
+    assert len(llm_server.requests) == 1 and " ".join(story.speech()) == "Once upon a time, a dinosaur sang."
+
+
 async def test_search_off_offline_gate_answers_an_explicit_search_request_honestly(make_harness):
     h = make_harness(mode="dual_agent", base_url=None, search="off")
     turn = await h.turn("can you search for dinosaurs")

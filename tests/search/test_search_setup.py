@@ -103,9 +103,9 @@ def test_the_unavailable_search_recognises_explicit_search_requests():
     from toy_runtime.plugins.web_search import asks_to_search
 
     for text in ("search for dinosaurs", "can you look it up", "look up giraffes", "google the weather",
-                 "帮我查一下天气", "上网搜索恐龙"):
+                 "can you check online when dinosaurs lived", "帮我查一下天气", "上网搜索恐龙"):
         assert asks_to_search(context(text)), text
-    for text in ("look up at the stars", "tell me a story", "turn it up", "检查一下"):
+    for text in ("look up at the stars", "tell me a story", "turn it up", "are you online?", "检查一下"):
         assert not asks_to_search(context(text)), text
 
 

@@ -144,7 +144,7 @@ def _line(lines: Mapping[str, str], info: Mapping[str, Any]) -> str:
 
 _EN_ASKS_SEARCH = re.compile(
     r"\b(?:search|google)\b|\blook\s+(?:\w+\s+)?up\b(?!\s+(?:at|to|in|high)\b)"
-    r"|\b(?:online|on\s+the\s+(?:web|internet))\b", re.IGNORECASE)
+    r"|\b(?:check|find)\b.*\b(?:online|on\s+the\s+(?:web|internet))\b", re.IGNORECASE)
 _ZH_ASKS_SEARCH = re.compile(r"搜索|搜一下|搜搜|(?<!检)查一下|查查|上网|网上查|查询")
 
 

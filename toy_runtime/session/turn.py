@@ -121,7 +121,8 @@ class TurnRunner:
         first = CallStats(purpose="chat_agent") if self.chat else None
         path, fault = "llm", None
         try:
-            if self.chat is None or (self.config.gate_shortcut and self._gate_matches(context)):
+            if (self.chat is None or (self.config.gate_shortcut and self._gate_matches(context))
+                    or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
                 self._gate(context, run, turn_id, say)
@@ -241,6 +242,12 @@ class TurnRunner:
 
     def _gate_matches(self, context: ResolveContext):
         return [d for d in self.kernel.registry if d.gate_match is not None and d.gate_match(context)]
+
+    def _asks_for_unoffered(self, context: ResolveContext) -> bool:
+        """The child clearly asked for something the model is not offered (web search with no provider): the gate
+        answers it truthfully at once, instead of a model that may promise what it cannot do."""
+        return any(not d.advertised and d.gate_match is not None and d.gate_match(context)
+                   for d in self.kernel.registry)
 
     def _gate(self, context: ResolveContext, run, turn_id: str, say) -> None:
         """Answer clear device requests deterministically (templated reply, same kernel); anything else: a line."""
