@@ -10,18 +10,11 @@ from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit
 from .ports.calendar import CalendarStore
 from .ports.clock import Clock, SystemClock
 from .ports.device import Mixer
-from .ports.search import SearchError, SearchProvider, SearchResult
+from .ports.search import SearchProvider
 from .session.boundary import SessionBoundary
 from .session.conversation import Conversation
 from .session.turn import TurnRunner
 from .signals import SignalBus
-
-
-class NoSearch:
-    """Search port used when no provider is configured: every search fails clearly (never silently)."""
-
-    async def search(self, query: str, max_results: int = 3) -> SearchResult:
-        raise SearchError("no search provider is configured (set [search] url)", transient=False)
 
 
 def build_mixer(settings: Settings) -> Mixer:
@@ -35,17 +28,23 @@ def build_mixer(settings: Settings) -> Mixer:
     return MemoryMixer(level=settings.volume.initial_level)
 
 
-def build_search(settings: Settings) -> SearchProvider:
-    """The configured search adapter (`[search] url` selects SearxNG)."""
-    from .adapters.search_factory import make_search_provider
+def build_search(settings: Settings) -> SearchProvider | None:
+    """The configured search adapter, or None when search is off (the default).
 
+    `[search] url` selects SearxNG. `provider = "static"` is the explicit demo choice of canned, example-labelled
+    results; it is chosen here, in the composition root, and nowhere else.
+    """
     if settings.search.url:
+        from .adapters.search_factory import make_search_provider
+
         return make_search_provider("searxng", base_url=settings.search.url, timeout_s=settings.search.timeout_s)
     if settings.search.provider == "static":
-        return make_search_provider("static")
+        from .fakes.search import StaticSearch
+
+        return StaticSearch()
     if settings.search.provider == "searxng":
         raise ValueError("search.provider is 'searxng' but search.url is not set")
-    return NoSearch()
+    return None
 
 
 def build_calendar(settings: Settings, clock: Clock) -> CalendarStore:
@@ -65,7 +64,7 @@ class Runtime:
     kernel: EventKernel
     mixer: Mixer
     calendar: CalendarStore
-    search: SearchProvider
+    search: SearchProvider | None  # None: search is off
     signals: SignalBus
     boundary: SessionBoundary
     clock: Clock
@@ -103,7 +102,11 @@ class Runtime:
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
                   calendar: CalendarStore | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None) -> Runtime:
-    """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench)."""
+    """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
+
+    Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
+    search event: the model is not told it can search, and a search request still gets an honest line.
+    """
     from .plugins import PluginPorts, default_registry
 
     clock = clock or SystemClock()

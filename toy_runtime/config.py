@@ -182,9 +182,13 @@ class CalendarConfig(Section):
 
 
 class SearchConfig(Section):
-    """Web search provider."""
+    """Web search provider: off unless configured (a SearxNG `url`), or canned examples by explicit choice.
 
-    provider: Literal["searxng", "static", "none"] = "static"
+    `none` (the default): the model is not offered search and a search request gets an honest "I can't look that
+    up" line. `static`: made-up example results labelled as examples, for demos and laptops only.
+    """
+
+    provider: Literal["searxng", "static", "none"] = "none"
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)

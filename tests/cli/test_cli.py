@@ -119,8 +119,9 @@ def test_chat_json_lines_in_order_and_exit_after_terminate(tmp_path):
     with ScriptedLLMServer(script) as server:
         proc = run_cli("chat", "--json", "--llm-base-url", server.url, "--llm-model", "scripted-model",
                        input_text="turn it up by 20\nwhat's the weather in Paris?\ngoodbye\nstill here?\n",
-                       tmp_path=tmp_path)
+                       tmp_path=tmp_path, env={"TOY_SEARCH__PROVIDER": "static"})  # search is off by default
         assert len(server.requests) == 4
+        assert "Example result" in json.dumps(server.requests[2]["messages"])  # the demo evidence says so
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     kinds = [line["type"] for line in lines]

@@ -36,7 +36,7 @@ class Harness:
         settings = with_updates(settings, agent={"tool_invocation_mode": mode}, llm=llm_updates)
         self.audit = MemoryAudit()
         self.mixer = mixer or MemoryMixer()
-        self.search = search or StaticSearch()
+        self.search = None if search == "off" else (search or StaticSearch())  # "off": no provider configured
         self.calendar = calendar or MemoryCalendarStore()
         self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
                                      audit=self.audit)

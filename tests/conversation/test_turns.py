@@ -198,22 +198,25 @@ async def test_search_gives_first_answer_then_one_grounded_second_answer(mode, m
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_search_failure_still_gives_a_natural_second_message(mode, make_harness):
+async def test_search_failure_gets_a_truthful_line_and_no_follow_up(mode, make_harness):
+    """No evidence, no follow-up: the model is not asked to talk about a search that did not happen."""
     from toy_runtime.fakes.search import StaticSearch
+    from toy_runtime.ports.search import SearchError
     from toy_runtime.testing.scripted_llm import ScriptedLLMServer
 
     def answer(request):
         if is_follow_up(request):
-            assert "error" in json.dumps(request["messages"])
-            return Reply(text="Hmm, I couldn't check right now, sorry.")
+            return Reply(text="I just looked it up: it is sunny!")  # what must never be said
         return reply_for(mode, "Let me look.", [("knowledge.web.search", "web_search", {"query": "weather"})])
 
     with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url, search=StaticSearch(fail_always=__import__("toy_runtime.ports.search", fromlist=["x"]).SearchError("down")))
+        h = make_harness(mode=mode, base_url=server.url, search=StaticSearch(fail_always=SearchError("down")))
         turn = await h.turn("what's the weather today?")
-        assert server.errors == []
+        assert server.errors == [] and len(server.requests) == 1
     assert turn.events[0].status is EventStatus.FAILED
-    assert " ".join(turn.speech(answer=2)) == "Hmm, I couldn't check right now, sorry."
+    assert turn.speech(answer=1) == ["Let me look."]
+    assert " ".join(turn.speech(answer=2)) == "Sorry, I couldn't look that up just now."
+    assert turn.end.llm_calls == 1
 
 
 async def test_follow_up_cannot_trigger_events(make_harness):

@@ -270,3 +270,31 @@ def test_virtual_sound_card_opens_at_16k(tmp_path: Path, sound_card) -> None:
     wrong = {r["name"]: r for r in rows}["audio-input"]
     assert code == 1 and wrong["status"] == "FAIL"
     assert "'pulse'" in wrong["fix"] and "audio.input_device" in wrong["fix"]
+
+
+# -- search ------------------------------------------------------------------------------------------------
+
+
+async def test_search_off_is_a_warning_that_says_how_to_set_up_searxng(make_settings) -> None:
+    out = io.StringIO()
+    code = await run_doctor(make_settings(), stream=out, skip=only("search"))
+    text = out.getvalue()
+    assert code == 0 and "WARN  search" in text and "search is off" in text
+    assert "fix: run SearxNG" in text and "[search] url" in text and "formats: [html, json]" in text
+
+
+async def test_static_search_is_a_warning_about_example_results(make_settings) -> None:
+    results = by_name(await diagnose(make_settings(TOY_SEARCH__PROVIDER="static"), skip=only("search")))
+    assert results["search"].status == "WARN" and "made-up example results" in results["search"].detail
+
+
+async def test_searxng_answering_is_ok_and_one_that_refuses_json_is_a_warning(make_settings) -> None:
+    from toy_runtime.testing.fake_searxng import FakeSearxng
+
+    with FakeSearxng() as fake:
+        results = by_name(await diagnose(make_settings(TOY_SEARCH__URL=fake.url), skip=only("search")))
+        assert fake.request_count == 1
+    assert results["search"].status == "OK" and "answers in" in results["search"].detail
+    with FakeSearxng(mode="http_403") as fake:
+        results = by_name(await diagnose(make_settings(TOY_SEARCH__URL=fake.url), skip=only("search")))
+    assert results["search"].status == "WARN" and "JSON format" in results["search"].fix

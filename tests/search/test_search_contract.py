@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from toy_runtime.adapters.search_factory import make_search_provider
+from toy_runtime.fakes.search import StaticSearch
 from toy_runtime.ports.clock import ManualClock
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -14,10 +15,10 @@ T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 
 @pytest.fixture(params=["static", "searxng"])
 async def provider(request, fake_searxng):
-    kwargs = {"clock": ManualClock(T0)}
     if request.param == "searxng":
-        kwargs["base_url"] = fake_searxng.url
-    p = make_search_provider(request.param, **kwargs)
+        p = make_search_provider("searxng", base_url=fake_searxng.url, clock=ManualClock(T0))
+    else:  # the fake is constructed directly: no factory hands it out
+        p = StaticSearch(clock=ManualClock(T0))
     try:
         yield p
     finally:

@@ -1,4 +1,7 @@
-"""Builds the configured search provider by kind; the one place that maps a config value to a search adapter."""
+"""Builds a real search adapter by kind; the one place that maps a provider name to a search adapter class.
+
+Fakes never come from here: only the composition root (toy_runtime.app) may choose the in-memory StaticSearch.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +9,17 @@ from typing import Any
 
 from ..ports.search import SearchProvider
 
-KINDS = ("searxng", "static")
+KINDS = ("searxng",)
 
 
 def make_search_provider(kind: str, **kwargs: Any) -> SearchProvider:
-    """`searxng` → SearxngSearch(base_url=..., timeout_s=..., ...); `static` → the in-memory StaticSearch(**kwargs).
+    """`searxng` → SearxngSearch(base_url=..., timeout_s=..., ...).
 
-    Other providers (a hosted API, a local index) join here behind the same port.
+    Other real providers (a hosted API, a local index) join here behind the same port.
     """
     kind = (kind or "").strip().lower()
     if kind == "searxng":
         from .searxng import SearxngSearch
 
         return SearxngSearch(**kwargs)
-    if kind == "static":
-        # Imported lazily: the fake lives in toy_runtime.fakes and production start-up should not need it.
-        from ..fakes.search import StaticSearch
-
-        return StaticSearch(**kwargs)
     raise ValueError(f"unknown search provider {kind!r}; expected one of {', '.join(KINDS)}")

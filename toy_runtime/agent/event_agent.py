@@ -7,7 +7,7 @@ It sees only the selected event's schema and a minimal history slice, and answer
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any, Mapping
 
 from ..events import EventDefinition, FallbackAnswer, ResolveContext
@@ -15,6 +15,7 @@ from .llm import CallStats, ChatClient, LLMFault
 from .tool_calls import parse_arguments
 
 HISTORY_SLICE = 2  # the last user/assistant messages before the current utterance
+MAX_TURNS_KEPT = 256
 
 
 class EventAgent:
@@ -26,11 +27,27 @@ class EventAgent:
         self.max_tokens = max_tokens
         self.calls: deque[CallStats] = deque(maxlen=256)  # the latest calls; `total` counts them all
         self.total = 0
+        # calls per turn id: one EventAgent serves every conversation at once (a remote command and a voice turn),
+        # so a turn's cost is looked up by its id, never by counting calls that happened meanwhile
+        self._by_turn: OrderedDict[str, list[CallStats]] = OrderedDict()
 
     def calls_since(self, total_before: int) -> list[CallStats]:
-        """The calls made after `total` was `total_before` (what one turn cost)."""
+        """The calls made after `total` was `total_before` (only right when nothing else ran meanwhile)."""
         count = min(self.total - total_before, len(self.calls))
         return list(self.calls)[-count:] if count > 0 else []
+
+    def take_calls(self, turn_id: str) -> list[CallStats]:
+        """The calls made for `turn_id` (and forget them: a turn reads its cost once, when it ends)."""
+        return self._by_turn.pop(turn_id, [])
+
+    def _record(self, stats: CallStats, turn_id: str | None) -> None:
+        self.calls.append(stats)
+        self.total += 1
+        if turn_id is not None:
+            self._by_turn.setdefault(turn_id, []).append(stats)
+            self._by_turn.move_to_end(turn_id)
+            while len(self._by_turn) > MAX_TURNS_KEPT:  # turns that never collected theirs (bench, a crash)
+                self._by_turn.popitem(last=False)
 
     def build_request(self, definition: EventDefinition, proposed: Mapping[str, Any] | None,
                       missing: tuple[str, ...], context: ResolveContext) -> dict[str, Any]:
@@ -55,10 +72,10 @@ class EventAgent:
         }
 
     async def propose(self, definition: EventDefinition, proposed: Mapping[str, Any] | None,
-                      missing: tuple[str, ...], context: ResolveContext) -> FallbackAnswer:
+                      missing: tuple[str, ...], context: ResolveContext, *,
+                      turn_id: str | None = None) -> FallbackAnswer:
         stats = CallStats(purpose="event_agent")
-        self.calls.append(stats)
-        self.total += 1
+        self._record(stats, turn_id)
         try:
             response = await self.client.complete(stats, **self.build_request(definition, proposed, missing, context))
         except LLMFault as fault:

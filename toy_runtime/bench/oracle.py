@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Mapping
 
-from ..agent.prompts import CLOSE, OPEN, RESULTS_PREFIX
+from ..agent.prompts import CLOSE, EVIDENCE_CLOSE, EVIDENCE_OPEN, OPEN, RESULTS_PREFIX
 from ..testing.scripted_llm import Reply, ScriptedLLMServer, estimate_prompt_tokens, estimate_tokens
 from .dataset import TOOL_NAMES, Dataset, ExpectedEvent, Turn, concrete_arguments, text_key
 
@@ -127,8 +127,10 @@ class Oracle:
                 results.extend(_json_items(_content(message)))
             user_text = _content(_last(messages, "user"))
         else:
-            first_line = _content(messages[-1])[len(RESULTS_PREFIX):].split("\n", 1)[0]
-            results = _json_items(first_line)
+            body = _content(messages[-1])
+            start = body.find(EVIDENCE_OPEN)
+            end = body.find(EVIDENCE_CLOSE, start + len(EVIDENCE_OPEN)) if start >= 0 else -1
+            results = _json_items(body[start + len(EVIDENCE_OPEN):end].strip()) if 0 <= start < end else []
             earlier = [m for m in messages[:-1] if m.get("role") == "user"]
             user_text = _content(earlier[-1]) if earlier else ""
         return self._reply(grounded_answer(results, self._lang(user_text)), prompt_tokens)

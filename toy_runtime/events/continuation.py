@@ -16,7 +16,8 @@ class Continuation:
     """The kernel's decision after a batch.
 
     `lines` are spoken deterministically, in order (confirmations, corrections, questions), without an LLM call.
-    `follow_up` holds results that need ONE aggregated ChatAgent follow-up call; empty when none or when terminating.
+    `follow_up` holds succeeded results that need ONE aggregated ChatAgent follow-up call; empty when none or when
+    terminating (a failed llm_follow_up event gets its failure line instead: there is no evidence to follow up on).
     `terminate` ends the session after the lines are spoken.
     """
 
@@ -66,11 +67,13 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
                 lines.append(result.question)
             continue
         policy = result.policy
-        if policy is ResultPolicy.LLM_FOLLOW_UP:
-            follow_up.append(result)  # success and failure both get a natural second message
-            continue
         if status is not EventStatus.SUCCEEDED:
+            # also for llm_follow_up: a follow-up is built from evidence, and a failure has none, so the model
+            # would only guess (or pretend it looked). The definition's short truthful line is said instead.
             lines.append(_failure_line(definition, result, locale))
+            continue
+        if policy is ResultPolicy.LLM_FOLLOW_UP:
+            follow_up.append(result)
             continue
         if policy is ResultPolicy.TERMINATE:
             terminate = True

@@ -95,12 +95,19 @@ class EventDefinition:
     confirmation_question: Template | None = None
     success_template: Template | None = None  # spoken for template_follow_up
     failure_template: Template | None = None  # corrective line when execution fails
+    # Design 000 §4, whether a failure is safe to expose to ChatAgent: error code → a fixed phrase the follow-up
+    # prompt may show. Raw error strings (exception text, a server's reply) never reach a prompt; a code not
+    # listed here shows as its status word only ("failed", "timed_out").
+    failure_visible: Mapping[str, str] = field(default_factory=dict)
     summarize: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None  # compact result for follow-up
     # Offline gate: `gate_match` says an utterance is a clear, high-confidence request for this event (no LLM
     # needed); `gate_reply` is the templated answer spoken before it runs.
     gate_match: Callable[[ResolveContext], bool] | None = None
     gate_reply: Template | None = None
     tags: frozenset[str] = field(default_factory=frozenset)
+    # False: registered (requests for it are still resolved and answered) but left out of the catalog and tools
+    # the ChatAgent is shown, so the model is never told it can do this (e.g. web search when none is set up).
+    advertised: bool = True
 
     def __post_init__(self) -> None:
         if not _EVENT_NAME.match(self.name):

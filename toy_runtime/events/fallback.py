@@ -31,7 +31,11 @@ class ArgumentFallback(Protocol):
         proposed: Mapping[str, Any] | None,
         missing: tuple[str, ...],
         context: ResolveContext,
-    ) -> FallbackAnswer: ...
+        *,
+        turn_id: str | None = None,
+    ) -> FallbackAnswer:
+        """Arguments for `missing`; `turn_id` says which turn the call (and its tokens) belongs to."""
+        ...
 
 
 class ScriptedFallback:
@@ -41,8 +45,10 @@ class ScriptedFallback:
         self.answers = dict(answers or {})
         self.tokens = tokens
         self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.turn_ids: list[str | None] = []  # the turn each call was made for
 
-    async def propose(self, definition, proposed, missing, context) -> FallbackAnswer:
+    async def propose(self, definition, proposed, missing, context, *, turn_id=None) -> FallbackAnswer:
         self.calls.append((definition.name, missing))
+        self.turn_ids.append(turn_id)
         args = self.answers.get(definition.name)
         return FallbackAnswer(arguments=args, prompt_tokens=self.tokens, completion_tokens=0)

@@ -112,7 +112,9 @@ class EventKernel:
         """Start a batch that requests join while the model is still streaming.
 
         Each `add()` starts that request at once (dispatch never waits for the reply to end); `close()` says no more
-        will come, which releases terminal events; `wait()` returns the outcome. The deadline runs from here.
+        will come, which releases terminal events; `wait()` returns the outcome. The batch deadline runs from the
+        dispatch (the first request added, or the close if none came), never from here: a long reply before its
+        first event must not eat the events' time.
         """
         return BatchRun(self, session_id, turn_id, context, on_result)
 
@@ -153,6 +155,7 @@ class BatchRun:
         self.dropped: list[str] = []
         self._closed = asyncio.Event()
         self._closed_at: float | None = None
+        self._dispatched_at: float | None = None  # when the deadline starts: first request added, or the close
         self._aborted = False
         self._loop = asyncio.get_running_loop()
 
@@ -175,6 +178,8 @@ class BatchRun:
         self.audit.record("event.detected", event_id=request.event_id, name=request.name, turn_id=self.turn_id,
                           source=request.source.value, proposed=dict(request.arguments or {}),
                           arguments_error=request.arguments_error)
+        if self._dispatched_at is None:
+            self._dispatched_at = time.perf_counter()
         slot = _Slot(len(self.slots), request, definition, self._loop.create_future(), self._loop.create_future(),
                      detected_at=detected_at if detected_at is not None else time.perf_counter())
         self.slots.append(slot)
@@ -185,6 +190,8 @@ class BatchRun:
         """No more requests will join this batch."""
         if self._closed_at is None:
             self._closed_at = time.perf_counter()
+        if self._dispatched_at is None:
+            self._dispatched_at = self._closed_at
         self._closed.set()
 
     def abort(self) -> list[str]:
@@ -205,16 +212,14 @@ class BatchRun:
 
     async def wait(self) -> BatchOutcome:
         """Wait for every request to reach a result or the batch deadline; results come back in input order."""
-        remaining = self.kernel.batch_deadline_s - (time.perf_counter() - self.t0)
         try:
-            await asyncio.wait_for(self._closed.wait(), timeout=max(remaining, 0.001))
+            await asyncio.wait_for(self._closed.wait(), timeout=max(self._deadline_left(), 0.001))
         except TimeoutError:
             self._closed.set()
         tasks = [slot.task for slot in self.slots if slot.task is not None]
         try:
             if tasks:
-                remaining = self.kernel.batch_deadline_s - (time.perf_counter() - self.t0)
-                _, pending = await asyncio.wait(tasks, timeout=max(remaining, 0.0))
+                _, pending = await asyncio.wait(tasks, timeout=max(self._deadline_left(), 0.0))
                 for task in pending:
                     task.cancel()
                 if pending:
@@ -350,6 +355,12 @@ class BatchRun:
             await asyncio.wait(siblings, timeout=remaining)
 
     # -- helpers ------------------------------------------------------------------------------------
+
+    def _deadline_left(self) -> float:
+        """Seconds left of the batch deadline; the full deadline while nothing has been dispatched yet."""
+        if self._dispatched_at is None:
+            return self.kernel.batch_deadline_s
+        return self.kernel.batch_deadline_s - (time.perf_counter() - self._dispatched_at)
 
     @staticmethod
     def _resolved_or_none(slot: _Slot) -> ResolvedArguments | None:

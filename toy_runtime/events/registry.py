@@ -114,13 +114,17 @@ class EventRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
 
+    def advertised(self) -> list[EventDefinition]:
+        """The definitions the ChatAgent is told about (catalog and tools); unadvertised ones still resolve."""
+        return [d for d in self if d.advertised]
+
     def catalog_lines(self) -> list[str]:
         """`name: description` lines for the dual_agent event catalog."""
-        return [f"{d.name}: {d.description}" for d in self]
+        return [f"{d.name}: {d.description}" for d in self.advertised()]
 
     def provider_tools(self) -> list[dict]:
         """The `tools` list for chat_agent_tools mode."""
-        return [d.provider_tool() for d in self]
+        return [d.provider_tool() for d in self.advertised()]
 
 
 _CHECKED: dict[str, Any] = {}  # canonical schema JSON -> compiled validator: subsets and runtimes share the work

@@ -103,7 +103,8 @@ async def resolve_request(
     missing = tuple(dict.fromkeys(resolution.missing + resolution.ambiguous))
     fb_started = time.perf_counter()
     try:
-        answer = await fallback.propose(definition, resolution.arguments or proposed, missing, context)
+        answer = await fallback.propose(definition, resolution.arguments or proposed, missing, context,
+                                        turn_id=request.turn_id)
     except Exception as exc:  # EventAgent failure must not break the turn: fall back to clarification
         audit.record("event.fallback", event_id=request.event_id, name=definition.name, ok=False, error=str(exc))
         return _finish(registry, definition, resolution, path, started, fallback_used=True,

@@ -1,4 +1,8 @@
-"""An in-memory SearchProvider with canned results, delays and failure modes."""
+"""An in-memory SearchProvider with canned results, delays and failure modes.
+
+Never a production default: `[search] provider = "static"` is an explicit demo/laptop choice, and the generated
+results say they are made-up examples, so a follow-up built from them cannot pass them off as real.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from ..ports.search import SearchError, SearchHit, SearchResult
 class StaticSearch:
     """Canned search: no network, deterministic results, counted calls.
 
-    - `answers` maps a lower-cased query (exact match) to its hits; other queries get generated example.org hits.
+    - `answers` maps a lower-cased query (exact match) to its hits; other queries get generated example.org hits
+      whose titles and snippets say they are examples, not real facts.
     - `delay_s` sleeps before answering (to exercise timeouts).
     - `failures` are raised one per call, in order, before normal answers resume
       (e.g. [SearchError("503", transient=True)] fails the first call only); `fail_always` raises on every call.
@@ -61,7 +66,9 @@ class StaticSearch:
     def _generated(query: str) -> tuple[SearchHit, ...]:
         slug = re.sub(r"[^a-z0-9]+", "-", query.lower()).strip("-") or "query"
         return tuple(
-            SearchHit(title=f"Example source {i} about {query}", url=f"https://example.org/{slug}/{i}",
-                      snippet=f"Example evidence {i} for {query!r}. This is canned text from StaticSearch.")
+            SearchHit(title=f"Example result {i} (not a real source) about {query}",
+                      url=f"https://example.org/{slug}/{i}",
+                      snippet=f"Example result {i}: made-up demo text about {query!r}, not a real fact "
+                              "(this toy has no real web search set up).")
             for i in range(1, 6)
         )

@@ -30,7 +30,7 @@ class PluginPorts:
     session: SessionControl
     mixer: Mixer
     calendar: CalendarStore
-    search: SearchProvider
+    search: SearchProvider | None  # None: search is off (the event is registered, unadvertised, honest)
     signals: SignalBus | None = None
     volume_step: int = device_volume.DEFAULT_STEP
     search_results: int = web_search.DEFAULT_RESULTS  # sources fetched when the request does not say
@@ -42,7 +42,8 @@ def builtin_definitions(ports: PluginPorts) -> list[EventDefinition]:
         session_terminate.definition(ports.session),
         device_volume.definition(ports.mixer, ports.signals, step=ports.volume_step),
         calendar_schedule.definition(ports.calendar),
-        web_search.definition(ports.search, default_results=ports.search_results),
+        (web_search.definition(ports.search, default_results=ports.search_results) if ports.search is not None
+         else web_search.unavailable_definition()),
     ]
 
 

@@ -1,7 +1,12 @@
 """`knowledge.web.search`: look up current or external facts through the SearchProvider port.
 
-Read-only, so the kernel may retry a transient failure once. The result goes back to ChatAgent for ONE follow-up
-answer; `summarize` makes the compact view (query, a few trimmed snippets with titles and urls) that enters it.
+Read-only, so the kernel may retry a transient failure once. A result goes back to ChatAgent for ONE follow-up
+answer; `summarize` makes the compact view (query, a few trimmed snippets with titles and urls) that enters it, as
+quoted, untrusted evidence. A failed search is never a follow-up (there is no evidence to build one from): the child
+hears the short truthful failure line instead.
+
+With no provider configured, `unavailable_definition()` takes the same name: it is not advertised to the model, and a
+request for it (a model's habit, or an explicit "search for …" in the offline gate) gets the honest line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from ..events.model import ResultPolicy, Risk
 from ..ports.search import SearchError, SearchProvider
 from .numbers import parse_number
 from .text import collapse_spaces, wants_chinese
+
+FAILED_LINE = {"en": "Sorry, I couldn't look that up just now.", "zh": "抱歉，我刚才没查到。"}
+OFF_LINE = {"en": "Sorry, I can't look that up right now.", "zh": "抱歉，我现在没法上网查。"}
+# what a follow-up prompt may say about a failure (design 000 §4); the provider's own error text never goes there
+FAILURE_VISIBLE = {"search_failed": "the search did not answer", "timeout": "the search took too long"}
 
 NAME = "knowledge.web.search"
 TOOL_NAME = "web_search"
@@ -128,6 +138,56 @@ def summarize(result: Mapping[str, Any], *, max_hits: int = SUMMARY_HITS, max_ch
     return {"query": result.get("query"), "evidence": evidence, "retrieved_at": result.get("retrieved_at")}
 
 
+def _line(lines: Mapping[str, str], info: Mapping[str, Any]) -> str:
+    return lines["zh"] if info.get("locale") == "zh" else lines["en"]
+
+
+_EN_ASKS_SEARCH = re.compile(
+    r"\b(?:search|google)\b|\blook\s+(?:\w+\s+)?up\b(?!\s+(?:at|to|in|high)\b)"
+    r"|\b(?:check|find)\b.*\b(?:online|on\s+the\s+(?:web|internet))\b", re.IGNORECASE)
+_ZH_ASKS_SEARCH = re.compile(r"搜索|搜一下|搜搜|(?<!检)查一下|查查|上网|网上查|查询")
+
+
+def asks_to_search(ctx: ResolveContext) -> bool:
+    """The child explicitly asked to look something up ("search for …", "look it up", "帮我查一下")."""
+    words = ctx.utterance or ""
+    return bool(_EN_ASKS_SEARCH.search(words) or _ZH_ASKS_SEARCH.search(words))
+
+
+def unavailable_definition() -> EventDefinition:
+    """The search event when no provider is configured: never advertised, always answered with the honest line.
+
+    The resolver rejects every request (code `search_off`), so nothing runs and no EventAgent call is made; the
+    policy is a template, so no follow-up can pretend that anything was looked up.
+    """
+
+    def resolve_off(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+        return Resolution(arguments={}, error="no search provider is configured", error_code="search_off")
+
+    async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
+        raise EventFailure("search_off", "no search provider is configured")
+
+    return EventDefinition(
+        name=NAME,
+        version=1,
+        tool_name=TOOL_NAME,
+        description="Web search is not set up on this toy.",
+        schema=SCHEMA,
+        resolver=resolve_off,
+        handler=handle,
+        result_policy=ResultPolicy.TEMPLATE_FOLLOW_UP,
+        llm_fallback=False,
+        risk=Risk.LOW,
+        idempotent=True,
+        read_only=True,
+        failure_template=lambda arguments, info: _line(OFF_LINE, info),
+        failure_visible={"search_off": "web search is not set up"},
+        gate_match=asks_to_search,
+        tags=frozenset({"builtin", "knowledge"}),
+        advertised=False,
+    )
+
+
 def definition(search: SearchProvider, *, default_results: int = DEFAULT_RESULTS) -> EventDefinition:
     """The plugin definition bound to a SearchProvider port."""
 
@@ -155,5 +215,7 @@ def definition(search: SearchProvider, *, default_results: int = DEFAULT_RESULTS
         timeout_s=4.0,  # two attempts (one retry) stay inside the 10 s batch deadline
         retries=1,
         summarize=summarize,
+        failure_template=lambda arguments, info: _line(FAILED_LINE, info),
+        failure_visible=FAILURE_VISIBLE,
         tags=frozenset({"builtin", "knowledge"}),
     )

@@ -12,7 +12,8 @@ class Conversation:
 
     def __init__(self, *, history_turns: int = 6, session_id: str | None = None) -> None:
         self.session_id = session_id or "sess_" + uuid.uuid4().hex[:12]
-        self._history: deque[dict[str, Any]] = deque(maxlen=max(1, history_turns) * 4)
+        # one user and one assistant message per turn (event results are never stored: they are untrusted text)
+        self._history: deque[dict[str, Any]] = deque(maxlen=max(1, history_turns) * 2)
         self.history_turns = history_turns
         self.terminated = False
         self.turns = 0

@@ -120,14 +120,14 @@ class TurnRunner:
                 spoken.append(piece)
                 emit(piece)
 
-        agent_calls_before = self.event_agent.total if self.event_agent else 0
         run = self.kernel.open_batch(conv.session_id, turn_id, context,
                                      on_result=lambda result: emit(EventOutcome(result)))
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
         path, fault = "llm", None
         try:
-            if self.chat is None or (self.config.gate_shortcut and self._gate_matches(context)):
+            if (self.chat is None or (self.config.gate_shortcut and self._gate_matches(context))
+                    or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
                 self._gate(context, run, turn_id, say)
@@ -157,19 +157,18 @@ class TurnRunner:
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
         second: CallStats | None = None
-        results_text: str | None = None
         if outcome.continuation.needs_llm:
             if self.chat is not None and path == "llm":
                 second = CallStats(purpose="follow_up")
-                results_text = await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
+                await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
             else:
                 say(Speech(2, self.config.offline_line, kind="offline"))
         terminated = outcome.continuation.terminate
         if terminated:
             conv.terminated = True
 
-        self._remember(text, spoken, results_text)
-        metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, agent_calls_before)
+        self._remember(text, spoken)
+        metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
         self.audit.record("turn.completed", turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
 
@@ -187,8 +186,12 @@ class TurnRunner:
         self._audit_usage(stats, turn_id)
 
     async def _follow_up(self, stats: CallStats, text: str, turn_id: str, record: ReplyRecord,
-                         outcome: BatchOutcome, spoken: list[Speech], say) -> str:
-        """ONE aggregated follow-up call; it can speak but never start events."""
+                         outcome: BatchOutcome, spoken: list[Speech], say) -> None:
+        """ONE aggregated follow-up call; it can speak but never start events.
+
+        Results reach it as quoted, untrusted evidence (prompts.results_message / FOLLOW_UP_TOOL_NOTE) and stay out
+        of the visible history: only what the toy said is remembered.
+        """
         chat = self.chat
         definitions = self.kernel.definitions
         follow = outcome.continuation.follow_up
@@ -197,14 +200,12 @@ class TurnRunner:
         first_answer = " ".join(s.text for s in spoken if s.answer == 1)
         history = self.conversation.messages + [{"role": "user", "content": text}]
         if chat.mode == "dual_agent":
-            results_text = results_message(compact)
             messages = chat.system_messages(events=False) + history + [
                 {"role": "assistant", "content": first_answer or "Let me check."},
-                {"role": "user", "content": results_text},
+                {"role": "user", "content": results_message(compact)},
             ]
             tools, tool_choice = None, None
         else:
-            results_text = results_message(compact)  # what the visible history keeps, same as dual_agent
             messages = chat.system_messages(events=True) + history + self._tool_protocol(record, outcome,
                                                                                         first_answer)
             messages.append({"role": "system", "content": FOLLOW_UP_TOOL_NOTE})
@@ -224,7 +225,6 @@ class TurnRunner:
                 say(Speech(2, self.config.fault_line, kind="fault"))
         self.audit.record("turn.follow_up", turn_id=turn_id, compact=compact,
                           raw=[r.result for r in follow])  # raw payloads stay in the audit only
-        return results_text
 
     def _tool_protocol(self, record: ReplyRecord, outcome: BatchOutcome, first_answer: str) -> list[dict[str, Any]]:
         """chat_agent_tools: the provider-required assistant tool_calls + one tool message per call."""
@@ -248,6 +248,12 @@ class TurnRunner:
     def _gate_matches(self, context: ResolveContext):
         return [d for d in self.kernel.registry if d.gate_match is not None and d.gate_match(context)]
 
+    def _asks_for_unoffered(self, context: ResolveContext) -> bool:
+        """The child clearly asked for something the model is not offered (web search with no provider): the gate
+        answers it truthfully at once, instead of a model that may promise what it cannot do."""
+        return any(not d.advertised and d.gate_match is not None and d.gate_match(context)
+                   for d in self.kernel.registry)
+
     def _gate(self, context: ResolveContext, run, turn_id: str, say) -> None:
         """Answer clear device requests deterministically (templated reply, same kernel); anything else: a line."""
         matched = self._gate_matches(context)
@@ -269,20 +275,22 @@ class TurnRunner:
                               estimated_prompt_tokens=stats.prompt_tokens,
                               estimated_completion_tokens=stats.completion_tokens)
 
-    def _remember(self, text: str, spoken: list[Speech], results_text: str | None) -> None:
-        """Visible history only: what the child said, what the toy said, and at most one compact results message."""
+    def _remember(self, text: str, spoken: list[Speech]) -> None:
+        """Visible history only: what the child said and, as one message, everything the toy said.
+
+        Event results (search snippets above all) are never stored: they are untrusted outside text, and the
+        history feeds later prompts, EventAgent's among them. One assistant message also keeps the roles
+        alternating, which some local chat templates require.
+        """
         conv = self.conversation
         conv.add("user", text)
-        before = " ".join(s.text for s in spoken if s.kind != "follow_up")
-        conv.add("assistant", before)
-        if results_text is not None:
-            conv.add("user", results_text)
-            conv.add("assistant", " ".join(s.text for s in spoken if s.kind == "follow_up"))
+        conv.add("assistant", " ".join(s.text for s in spoken))
 
-    def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, agent_calls_before):
+    def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, turn_id: str):
         now = time.perf_counter()
         ms = lambda a, b: None if a is None else round((a - b) * 1000, 3)  # noqa: E731
-        agent_calls = self.event_agent.calls_since(agent_calls_before) if self.event_agent else []
+        # by turn id: another conversation's EventAgent calls made meanwhile are not this turn's
+        agent_calls = self.event_agent.take_calls(turn_id) if self.event_agent else []
         # a call that never reached the provider (connection refused) is not an LLM call
         chat_calls = [c for c in (first, second) if c is not None and c.fault != "connect"]
         results: list[EventResult] = list(outcome.results)
