@@ -207,7 +207,7 @@ class ChatClient:
             request["stream_options"] = {"include_usage": True}
         return request
 
-    async def _open(self, client: Any, request: dict[str, Any], stats: CallStats) -> Any:
+    async def _open(self, client: Any, request: dict[str, Any]) -> Any:
         """Send the request and return the SDK stream once headers arrived, absorbing a stale keep-alive connection
         (retried once) and a 400 that names an optional field (asked again without it)."""
         stale_retried = False
@@ -250,7 +250,7 @@ class ChatClient:
         first_token_by = loop.time() + self._first_token_timeout_s
         try:
             async with asyncio.timeout_at(first_token_by):
-                stream = await self._open(client, request, stats)
+                stream = await self._open(client, request)
             try:
                 iterator = stream.__aiter__()
                 while True:
@@ -316,10 +316,11 @@ class ChatClient:
             raise self._fault(stats, "truncated", "the stream ended without a finish reason ([DONE] missing)")
 
     async def complete(self, stats: CallStats, **request: Any) -> Any:
-        """One non-streaming request (EventAgent); faults become LLMFault."""
+        """One non-streaming request (EventAgent); faults become LLMFault. A stale keep-alive connection is retried
+        once, like a stream."""
         client = await self._connection_for(stats)
         try:
-            response = await client.chat.completions.create(stream=False, **request)
+            response = await self._open(client, {**request, "stream": False})
         except self._openai.APITimeoutError as exc:
             raise self._fault(stats, "timeout", str(exc)) from None
         except self._openai.APIConnectionError as exc:
