@@ -15,6 +15,7 @@ from .conftest import MODES
 from .test_turns import is_follow_up
 
 PROMISE = "Okay, volume thirty-five coming up."
+UNCLEAR = "make it louder, like 35, and then tell me a joke"  # no gate match: only the model could act on it
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -24,12 +25,24 @@ async def test_an_unknown_event_is_corrected(mode, llm_server, make_harness):
     else:
         llm_server.add(Reply(text=PROMISE, tool_calls=[("boost_volume", json.dumps({"level": 35}))]))
     h = make_harness(mode=mode, base_url=llm_server.url)
-    turn = await h.turn("make it louder, like 35")
+    turn = await h.turn(UNCLEAR)
     assert turn.events == [] and h.mixer.changes == []
     assert turn.speech(answer=1) == [PROMISE]
     assert turn.speech(answer=2) == [NOT_RUN_LINES["en"]]
     assert turn.end.llm_calls == 1 and len(llm_server.requests) == 1  # a template, no extra call
     assert h.audit.of("turn.not_run")[0]["names"] == [turn.metrics["dropped_events"][0]]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_clear_request_whose_event_was_unknown_is_still_carried_out(mode, llm_server, make_harness):
+    if mode == "dual_agent":
+        llm_server.add(Reply(text="Bye bye!<agent_events>session.end</agent_events>"))
+    else:
+        llm_server.add(Reply(text="Bye bye!", tool_calls=[("end_session", "{}")]))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("bye")
+    assert turn.end.terminated and turn.speech() == ["Bye bye!"]  # no second farewell, no correction
+    assert turn.metrics["path"] == "gate"
 
 
 async def test_the_correction_follows_the_childs_language(llm_server, make_harness):
@@ -42,7 +55,7 @@ async def test_the_correction_follows_the_childs_language(llm_server, make_harne
 async def test_an_unclosed_block_is_corrected_with_the_definitions_own_line(llm_server, make_harness):
     llm_server.add(Reply(text=PROMISE + "<agent_events>device.volume.adjust", chunk_size=3))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
-    turn = await h.turn("make it louder, like 35")
+    turn = await h.turn(UNCLEAR)
     assert turn.events == [] and h.mixer.changes == []
     assert turn.speech() == [PROMISE, "Sorry, I couldn't change the volume."]
 
@@ -50,7 +63,7 @@ async def test_an_unclosed_block_is_corrected_with_the_definitions_own_line(llm_
 async def test_an_unreadable_unclosed_block_gets_the_generic_correction(llm_server, make_harness):
     llm_server.add(Reply(text=PROMISE + "<agent_events>", chunk_size=3))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
-    turn = await h.turn("make it louder, like 35")
+    turn = await h.turn(UNCLEAR)
     assert turn.speech() == [PROMISE, NOT_RUN_LINES["en"]]
 
 

@@ -1,7 +1,7 @@
 """The offline gate: clear requests (goodbye, volume) answered and carried out without the LLM.
 
-It serves three moments of a turn: no endpoint at all (or `gate_shortcut`), a ChatAgent call that failed in any
-way, and a turn that would otherwise end in silence. Definitions opt in with `gate_match` / `gate_reply`; the gate
+It serves four moments of a turn: no endpoint at all (or `gate_shortcut`), a ChatAgent call that failed in any
+way, a reply whose events could not run (unknown name, unclosed block), and a turn that would otherwise be silent. Definitions opt in with `gate_match` / `gate_reply`; the gate
 never names an event.
 """
 
@@ -50,21 +50,29 @@ class OfflineGate:
     def after_fault(self, exc: LLMFault, context: ResolveContext, run, turn_id: str, say: Say,
                     spoken: list[Speech], *, fault_line: str, offline_line: str) -> str:
         """A failed ChatAgent call: clear requests are carried out and confirmed, anything else hears a line.
+        Returns the turn's path: "gate" when the gate acted (or the endpoint was unreachable), else "llm"."""
+        if self.step_in(context, run, turn_id, say, spoken, reason=exc.code):
+            return "gate"
+        replied = any(s.kind != "holding" for s in spoken)
+        unreachable = exc.unreachable and not replied
+        say(Speech(2 if replied else 1, offline_line if unreachable else fault_line,
+                   kind="offline" if unreachable else "fault"))
+        return "gate" if unreachable else "llm"
 
-        An event the partial stream already dispatched is never added again (and is confirmed only when the child
+    def step_in(self, context: ResolveContext, run, turn_id: str, say: Say, spoken: list[Speech], *,
+                reason: str) -> bool:
+        """Carry out the clear requests the model's call did not (a fault, or events that could not run).
+
+        An event the model's stream already dispatched is never added again (and is confirmed only when the child
         heard nothing yet); when the model's own words were spoken, a terminal event's farewell is not said a
-        second time. Returns the turn's path: "gate" when the gate acted, else "llm".
+        second time. True when the utterance matched a gate definition.
         """
         replied = any(s.kind != "holding" for s in spoken)
         answer = 2 if replied else 1
         dispatched = {slot.definition.name for slot in run.slots}
         matched = self.matches(context)
-        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched], after_fault=exc.code,
+        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched], after=reason,
                           already_dispatched=sorted(dispatched))
-        if not matched:
-            unreachable = exc.unreachable and not replied
-            say(Speech(answer, offline_line if unreachable else fault_line, kind="offline" if unreachable else "fault"))
-            return "gate" if unreachable else "llm"
         for definition in matched:
             if definition.name not in dispatched:
                 run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
@@ -74,7 +82,7 @@ class OfflineGate:
                 continue  # the model already spoke; a second goodbye would only repeat it
             if (line := self._reply(definition, context)) is not None:
                 say(Speech(answer, line, kind="gate"))
-        return "gate"
+        return bool(matched)
 
     def confirm_silent(self, results, context: ResolveContext, say: Say, fault_line: str) -> None:
         """The turn said nothing at all (e.g. a bare tool call): confirm what ran, else say the fault line."""

@@ -131,7 +131,7 @@ class TurnRunner:
                                      on_result=lambda result: emit(EventOutcome(result)))
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
-        path, fault = "llm", None
+        path, fault, unrun = "llm", None, []
         try:
             if self.chat is None or (self.config.gate_shortcut and self.gate.matches(context)):
                 path = "gate"
@@ -141,6 +141,11 @@ class TurnRunner:
                 try:
                     await self._timed_first_answer(first, text, turn_id, run, record, say, spoken, context.locale,
                                                    since_speech_s)
+                    unrun = list(run.dropped) + record.unclosed_events
+                    if unrun:  # the model asked for something that cannot run: the child's clear words still count
+                        self.audit.record("turn.not_run", turn_id=turn_id, names=unrun)
+                        if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
+                            path, unrun = "gate", []
                 except LLMFault as exc:
                     fault = exc.code
                     self.audit.record("llm.fault", turn_id=turn_id, call="chat_agent", code=exc.code,
@@ -161,12 +166,9 @@ class TurnRunner:
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
-        if fault is None:  # after a fault the gate or the fault line already said what happened
-            unrun = list(outcome.dropped) + record.unclosed_events
-            if unrun:
-                self.audit.record("turn.not_run", turn_id=turn_id, names=unrun)
-            for line in not_run_lines(unrun, self.kernel.registry.lookup, context.locale):
-                say(Speech(2, line, kind="correction"))
+        # after a fault or a gate step-in, the gate or the fault line already said what happened
+        for line in not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale):
+            say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
         results_text: str | None = None
         if outcome.continuation.needs_llm:
