@@ -140,6 +140,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
         llm = settings.llm
         chat_client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
                                  connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
+                                 first_token_timeout_s=llm.first_token_timeout_s,
                                  include_usage=llm.include_usage)
         closers.append(chat_client.aclose)
         chat_agent = ChatAgent(chat_client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,

@@ -49,7 +49,10 @@ class LLMConfig(Section):
     max_tokens: int = Field(160, ge=1, le=4096, description="ChatAgent output budget per call")
     event_max_tokens: int = Field(120, ge=1, le=1024, description="EventAgent fallback output budget")
     connect_timeout_s: float = Field(3.0, gt=0)
-    read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks")
+    first_token_timeout_s: float = Field(
+        15.0, gt=0, description="longest wait from the request to the first streamed token; a local CPU model "
+        "spends it in prompt prefill (a cold 1,300-token prompt takes 6-7 s on 2 cores), so the default has 2x room")
+    read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
     include_usage: bool = True
 
 
@@ -63,6 +66,17 @@ class AgentConfig(Section):
     offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
     gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye requests without the LLM")
     first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
+    holding_cue_after_s: float = Field(
+        1.5, gt=0, description="when nothing was spoken this long after the end of the child's speech, one short "
+        "holding cue plays while the answer is still coming")
+    holding_cues: tuple[str, ...] = Field(
+        ("Hmm, let me think.", "Let me see.", "Ooh, one moment.", "Hmm, good question."), min_length=1,
+        description="holding cues for English turns, picked at random (never the same twice in a row)")
+    holding_cues_zh: tuple[str, ...] = Field(("嗯，让我想想。", "等一下哦。", "我想一想。"), min_length=1,
+                                             description="holding cues for Chinese turns")
+    turn_deadline_s: float = Field(
+        30.0, gt=0, description="the first answer must be complete this long after the end of the child's speech; "
+        "past it the call is abandoned and the turn ends like any provider fault (offline gate, else fault_line)")
 
 
 class EventsConfig(Section):

@@ -19,7 +19,7 @@ def render(item: TurnItem, json_lines: bool) -> str | None:
     if json_lines:
         return json.dumps(item.as_json(), ensure_ascii=False)
     if isinstance(item, Speech):
-        tag = "toy" if item.answer == 1 else "toy (after events)"
+        tag = {0: "toy (thinking)", 1: "toy"}.get(item.answer, "toy (after events)")
         line = f"{tag}: {item.text}"
         if item.sources:
             line += "  [sources: " + ", ".join(s["url"] for s in item.sources) + "]"

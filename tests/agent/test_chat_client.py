@@ -12,10 +12,10 @@ def _client(url: str) -> ChatClient:
     return ChatClient(base_url=url, api_key=None, connect_timeout_s=1.0, read_timeout_s=2.0)
 
 
-async def _text(client: ChatClient) -> str:
+async def _text(client: ChatClient, **request) -> str:
     parts = []
     messages = [{"role": "user", "content": "hi"}]
-    async for item in client.stream(CallStats("chat"), model="scripted-model", messages=messages):
+    async for item in client.stream(CallStats("chat"), model="scripted-model", messages=messages, **request):
         if isinstance(item, ContentDelta):
             parts.append(item.text)
     return "".join(parts)
@@ -68,3 +68,79 @@ async def test_closing_a_client_that_never_connected_is_quiet():
     client = _client("http://127.0.0.1:9/v1")
     await client.aclose()
     assert not client.ready
+
+
+# -- timeouts, stale connections, rejected optional fields --------------------------------------------------
+
+
+async def _outcome(client: ChatClient, **kw) -> str:
+    from toy_runtime.agent.llm import LLMFault
+
+    try:
+        return await _text(client, **kw)
+    except LLMFault as exc:
+        return f"fault:{exc.code}"
+
+
+def _timed(url: str, *, first: float, read: float) -> ChatClient:
+    return ChatClient(base_url=url, api_key=None, connect_timeout_s=1.0, read_timeout_s=read,
+                      first_token_timeout_s=first)
+
+
+async def test_first_token_and_between_chunk_timeouts_are_separate():
+    with ScriptedLLMServer() as server:
+        client = _timed(server.url, first=0.4, read=5.0)
+        try:
+            server.add(Reply(text="never", fault="stall"))
+            assert await _outcome(client) == "fault:first_token_timeout"
+            server.add(Reply(text="never", fault="hang"))  # not even headers
+            assert await _outcome(client) == "fault:first_token_timeout"
+        finally:
+            await client.aclose()
+        client = _timed(server.url, first=5.0, read=0.4)
+        try:
+            server.add(Reply(text="Hello there, friend.", fault="hang", fault_after_chunks=2))
+            assert await _outcome(client) == "fault:timeout"  # the first token came; then the stream stalled
+        finally:
+            await client.aclose()
+
+
+async def test_a_slow_first_token_is_not_a_between_chunk_timeout():
+    """A cold prefill longer than the between-chunk timeout is fine while it is within the first-token one."""
+    with ScriptedLLMServer(default=Reply(text="Made it.", delay_s=0.6)) as server:
+        client = _timed(server.url, first=10.0, read=0.2)
+        try:
+            assert await _outcome(client) == "Made it."
+        finally:
+            await client.aclose()
+
+
+async def test_a_stale_connection_is_retried_once_and_a_dead_server_is_not_retried_twice():
+    import socket
+
+    with ScriptedLLMServer() as server:
+        server.add(Reply(text="one", fault="close_keepalive"), Reply(text="two"))
+        client = _client(server.url)
+        try:
+            assert [await _outcome(client), await _outcome(client)] == ["one", "two"]
+            assert server.dropped == 1 and client.retries == 1 and len(server.requests) == 2
+        finally:
+            await client.aclose()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = _client(f"http://127.0.0.1:{port}/v1")
+    try:
+        assert await _outcome(client) == "fault:connect" and client.retries == 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_400_that_names_no_optional_field_is_a_fault_not_a_retry():
+    with ScriptedLLMServer(default=Reply(text="x", fault="http_400")) as server:
+        client = _client(server.url)
+        try:
+            assert await _outcome(client) == "fault:http_400"
+            assert len(server.requests) == 1 and client.unsupported == set()
+        finally:
+            await client.aclose()

@@ -324,3 +324,62 @@ def test_reply_validation():
     with pytest.raises(ValueError):
         Reply.from_dict({"txt": "typo"})
     assert Reply(tool_calls=[{"name": "a", "arguments": {"x": 1}}]).tool_calls == (("a", '{"x": 1}'),)
+
+
+def _post(conn, body: dict) -> tuple[int, bytes]:
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def test_garbage_is_a_200_without_any_sse_event():
+    import http.client
+
+    with ScriptedLLMServer([Reply(text="hi", fault="garbage")]) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        status, body = _post(conn, {"model": "m", "messages": MESSAGES, "stream": True})
+    assert status == 200 and body and b"data:" not in body
+
+
+def test_rejected_fields_get_a_400_naming_them_without_consuming_a_reply():
+    import http.client
+
+    with ScriptedLLMServer([Reply(text="ok")], reject_fields=("stream_options", "tools")) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        base = {"model": "m", "messages": MESSAGES, "stream": True}
+        status, body = _post(conn, {**base, "stream_options": {"include_usage": True}})
+        assert status == 400 and json.loads(body)["error"]["param"] == "stream_options"
+        status, body = _post(conn, {**base, "tools": TOOLS})
+        assert status == 400 and json.loads(body)["error"]["param"] == "tools"
+        status, _ = _post(conn, {**base, "tools": TOOLS, "stream": False})  # only streamed tools are refused
+        assert status == 200 and server.pending == 0 and len(server.requests) == 3
+
+
+def test_close_keepalive_drops_the_next_request_on_that_connection_only():
+    import http.client
+
+    with ScriptedLLMServer([Reply(text="one", fault="close_keepalive"), Reply(text="two")]) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        base = {"model": "m", "messages": MESSAGES, "stream": False}
+        assert _post(conn, base)[0] == 200
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            _post(conn, base)
+        fresh = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        status, body = _post(fresh, base)
+    assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "two"
+    assert server.dropped == 1
+
+
+async def test_release_ends_the_first_token_delay():
+    import threading
+
+    go = threading.Event()
+    with ScriptedLLMServer([Reply(text="now", delay_s=60, release=go)]) as server:
+        llm = client(server)
+        task = asyncio.create_task(collect(llm))
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        go.set()
+        chunks = await asyncio.wait_for(task, timeout=30)
+        await llm.close()
+    assert content(chunks) == "now"

@@ -244,8 +244,11 @@ async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server,
     assert first.speech(answer=1) == ["3 < 5 is true!"]
     assert [e.name for e in first.events] == ["device.volume.adjust"]
     assert first.metrics["dropped_events"] == ["device.explode"]
+    assert first.speech(answer=2) == ["Hmm, I couldn't do that just now."]  # no promise left standing
     second = await h.turn("ok")
-    assert second.speech() == ["Sure thing."] and second.events == [] and not second.end.terminated
+    # the unclosed block never runs; the definition's own failure line says so
+    assert second.speech() == ["Sure thing.", "Sorry, I couldn't end our chat just now."]
+    assert second.events == [] and not second.end.terminated
     assert h.audit.of("chat.unclosed_event_block")
 
 

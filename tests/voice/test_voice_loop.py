@@ -31,9 +31,10 @@ def utterance(text: str) -> Utterance:
 class Rig:
     """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
 
-    def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0):
+    def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
+                 agent=None):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
-                                llm={"base_url": llm_url, "model": "scripted-model"})
+                                llm={"base_url": llm_url, "model": "scripted-model"}, agent=agent or {})
         self.audit = MemoryAudit()
         self.mixer = MemoryMixer()
         self.runtime = build_runtime(settings, audit=self.audit, mixer=self.mixer, search=StaticSearch(),
@@ -226,3 +227,34 @@ async def test_session_boundary_end_closes_the_audio_session(tmp_path):
         rig.loop.post(Stop())
         await asyncio.wait_for(runner, 5)
         await rig.close()
+
+
+async def test_a_late_answer_is_preceded_by_a_holding_cue_counted_from_the_end_of_speech(tmp_path):
+    """The child stopped speaking 5 s before the hand-over: with a 2 s cue delay the cue is due at once; the answer
+    (held by the scripted server until the cue was chosen) plays after it."""
+    import threading
+
+    go = threading.Event()
+    with ScriptedLLMServer([Reply(text="A whale is a big sea animal.", delay_s=60, release=go)]) as llm:
+        rig = Rig(tmp_path, llm.url, agent={"holding_cue_after_s": 2.0}, realtime=False)
+        runner = asyncio.create_task(rig.loop.run())
+        now = time.monotonic()
+        await rig.mic.put(Utterance(text="what is a whale", started_at=now - 6.0, ended_at=now - 5.0,
+                                    endpoint_at=now, decided_at=now, asr_final_at=now, audio_ms=1000.0,
+                                    reason="hangover"))
+        async def until(condition):
+            while not condition():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(until(lambda: rig.audit.of("turn.holding_cue")), 30)
+        go.set()
+        await asyncio.wait_for(until(lambda: rig.loop.records), 30)
+        await rig.mic.put(Stop())
+        await asyncio.wait_for(runner, 30)
+        await rig.close()
+    [record] = rig.loop.records
+    cue = rig.audit.of("turn.holding_cue")[0]["text"]
+    assert record.spoken == [cue, "A whale is a big sea animal."]
+    answers = [c.answer_id.rsplit(".", 1)[1] for c in rig.sinks[0].chunks]
+    assert answers[0] == "a0" and answers == ["a0"] * answers.count("a0") + ["a1"] * answers.count("a1")
+    assert record.holding_audio_at is not None

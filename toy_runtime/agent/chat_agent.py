@@ -50,6 +50,7 @@ class ReplyRecord:
     tool_calls: list[AssembledCall] = field(default_factory=list)
     event_ids: dict[str, str] = field(default_factory=dict)  # provider call id → our event id
     ignored_events: list[str] = field(default_factory=list)
+    unclosed_events: list[str] = field(default_factory=list)  # names in a block that never closed: never run
 
     @property
     def text(self) -> str:
@@ -203,6 +204,7 @@ class ChatAgent:
                 elif isinstance(parsed, UnclosedBlock):
                     self.audit.record("chat.unclosed_event_block", turn_id=turn_id, raw=parsed.raw,
                                       names=list(parsed.names))
+                    record.unclosed_events.extend(parsed.names or ("",))  # "" = a block with no readable name
         # a reply cut by the token limit ends at its last whole sentence
         for out in guarded(guard.finish(cut_by_length=stats.finish_reason == "length")):
             yield out

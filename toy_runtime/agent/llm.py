@@ -1,13 +1,18 @@
 """A thin streaming client over `openai.AsyncOpenAI` that turns provider behaviour into typed items and faults.
 
-Provider faults (connect/read timeouts, HTTP errors, a stream that ends without a finish reason or without any
-chunk) become `LLMFault` with a stable code, so the turn can speak a fallback line and the next turn still works.
+Provider faults (connect, first-token and between-chunk timeouts, HTTP errors, a stream that ends without a finish
+reason or without any chunk) become `LLMFault` with a stable code, so the turn can fall back to the offline gate
+and the next turn still works. Two provider habits are absorbed instead of surfacing as faults: a reused
+keep-alive connection that the server already closed is retried once (only while nothing was received), and a
+server that rejects `stream_options` or streamed `tools` with HTTP 400 is asked again without that field, which is
+then left out for the rest of the process (one warning in the log).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Sequence
@@ -33,8 +38,15 @@ def estimate_prompt_tokens(messages: Sequence[dict[str, Any]], tools: Sequence[d
     return total
 
 
+log = logging.getLogger(__name__)
+
+# Fields some OpenAI-compatible servers reject with HTTP 400; each is dropped (and remembered) when named in the error.
+OPTIONAL_FIELDS = ("stream_options", "tools")
+
+
 class LLMFault(Exception):
-    """A provider failure with a stable code: connect | timeout | http_<status> | empty_stream | truncated | protocol."""
+    """A provider failure with a stable code: connect | first_token_timeout | timeout | disconnect | http_<status> |
+    empty_stream | truncated | protocol."""
 
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")
@@ -112,20 +124,28 @@ class CallStats:
 
 
 class ChatClient:
-    """Streaming Chat Completions against any OpenAI-compatible endpoint (no automatic retries: latency first).
+    """Streaming Chat Completions against any OpenAI-compatible endpoint (no SDK retries: latency first).
 
     The openai SDK is imported on first use, or ahead of it by `warm()`: importing it costs ~0.7-1 s of
     interpreter time (it builds thousands of pydantic models), which `toy-runtime run` spends after it is already
     listening instead of before.
+
+    Timeouts: `first_token_timeout_s` bounds the wait from the request to the first content or tool-call delta
+    (a local CPU model spends most of it in prompt prefill); `read_timeout_s` bounds each wait between chunks after
+    that. Both run as asyncio timeouts around the stream; httpx's own read timeout (applied per socket read) is set
+    to the larger of the two and only backs them up.
     """
 
     def __init__(self, *, base_url: str, api_key: str | None, connect_timeout_s: float, read_timeout_s: float,
-                 include_usage: bool = True) -> None:
+                 first_token_timeout_s: float | None = None, include_usage: bool = True) -> None:
         self.base_url = base_url
         self.include_usage = include_usage
         self._api_key = api_key or "not-needed"
         self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s
+        self._first_token_timeout_s = first_token_timeout_s if first_token_timeout_s is not None else read_timeout_s
+        self.unsupported: set[str] = set()  # request fields this server rejected (OPTIONAL_FIELDS); never sent again
+        self.retries = 0  # stale keep-alive connections retried (for audits and tests)
         self._openai: Any = None
         self._client: Any = None
         self._opening: asyncio.Lock | None = None
@@ -162,12 +182,13 @@ class ChatClient:
                 import openai
 
                 self._openai = openai
+                read = max(self._read_timeout_s, self._first_token_timeout_s)  # a backstop: see the class doc
                 self._client = openai.AsyncOpenAI(
                     base_url=self.base_url,
                     api_key=self._api_key,
                     max_retries=0,
-                    timeout=httpx.Timeout(connect=self._connect_timeout_s, read=self._read_timeout_s,
-                                          write=self._read_timeout_s, pool=self._connect_timeout_s),
+                    timeout=httpx.Timeout(connect=self._connect_timeout_s, read=read, write=read,
+                                          pool=self._connect_timeout_s),
                 )
         return self._client
 
@@ -175,24 +196,71 @@ class ChatClient:
         if self._client is not None:
             await self._client.close()
 
+    def _request(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 tool_choice: Any, sampling: dict[str, Any] | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": model, "messages": messages, "stream": True, **(sampling or {})}
+        if tools and "tools" not in self.unsupported:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
+        if self.include_usage and "stream_options" not in self.unsupported:
+            request["stream_options"] = {"include_usage": True}
+        return request
+
+    async def _open(self, client: Any, request: dict[str, Any]) -> Any:
+        """Send the request and return the SDK stream once headers arrived, absorbing a stale keep-alive connection
+        (retried once) and a 400 that names an optional field (asked again without it)."""
+        stale_retried = False
+        while True:
+            try:
+                return await client.chat.completions.create(**request)
+            except self._openai.APITimeoutError:
+                raise
+            except self._openai.APIConnectionError as exc:
+                # nothing was received yet: a pooled connection the server had closed looks exactly like this
+                if stale_retried:
+                    raise
+                stale_retried = True
+                self.retries += 1
+                log.debug("retrying once after a connection error before any response: %s", exc.__cause__ or exc)
+            except self._openai.APIStatusError as exc:
+                field = _rejected_field(exc, request) if exc.status_code == 400 else None
+                if field is None:
+                    raise
+                self._forget(field, exc)
+                request.pop(field, None)
+                if field == "tools":
+                    request.pop("tool_choice", None)
+
+    def _forget(self, field: str, exc: Exception) -> None:
+        if field not in self.unsupported:
+            self.unsupported.add(field)
+            log.warning("%s rejected `%s` (HTTP 400: %s); sending requests without it from now on",
+                        self.base_url, field, _short(str(getattr(exc, "message", exc)), 120))
+
     async def stream(self, stats: CallStats, *, model: str, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]] | None = None, tool_choice: Any = None,
                      sampling: dict[str, Any] | None = None) -> AsyncIterator[StreamItem]:
         """Yield content and tool-call deltas; fill `stats`; raise LLMFault on any provider fault."""
-        request: dict[str, Any] = {"model": model, "messages": messages, "stream": True, **(sampling or {})}
-        if tools:
-            request["tools"] = tools
-            if tool_choice is not None:
-                request["tool_choice"] = tool_choice
-        if self.include_usage:
-            request["stream_options"] = {"include_usage": True}
+        request = self._request(model, messages, tools, tool_choice, sampling)
         completion_text: list[str] = []
-        saw_chunk = False
+        saw_chunk = saw_token = False
         client = await self._connection_for(stats)
+        loop = asyncio.get_running_loop()
+        first_token_by = loop.time() + self._first_token_timeout_s
         try:
-            stream = await client.chat.completions.create(**request)
+            async with asyncio.timeout_at(first_token_by):
+                stream = await self._open(client, request)
             try:
-                async for chunk in stream:
+                iterator = stream.__aiter__()
+                while True:
+                    # the timeout wraps only the wait for the next chunk, never the consumer's work between yields
+                    limit = first_token_by if not saw_token else loop.time() + self._read_timeout_s
+                    try:
+                        async with asyncio.timeout_at(limit):
+                            chunk = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        break
                     now = time.perf_counter()
                     if not saw_chunk:
                         saw_chunk = True
@@ -204,23 +272,31 @@ class ChatClient:
                     for choice in chunk.choices or ():
                         delta = choice.delta
                         if delta is not None and delta.content:
+                            saw_token = True
                             if stats.first_content_at is None:
                                 stats.first_content_at = now
                             completion_text.append(delta.content)
                             yield ContentDelta(delta.content)
                         if delta is not None and delta.tool_calls:
+                            saw_token = True
                             if stats.first_tool_call_at is None:
                                 stats.first_tool_call_at = now
                             completion_text.append(json.dumps([tc.model_dump() for tc in delta.tool_calls]))
                             yield ToolCallDeltas(tuple(delta.tool_calls))
                         if choice.finish_reason:
+                            saw_token = True  # an empty answer has finished: what follows is a normal read
                             stats.finish_reason = choice.finish_reason
             finally:
                 await stream.close()
+        except TimeoutError:
+            if saw_token:
+                raise self._fault(stats, "timeout", f"no chunk for {self._read_timeout_s:g} s") from None
+            raise self._fault(stats, "first_token_timeout",
+                              f"no first token within {self._first_token_timeout_s:g} s") from None
         except self._openai.APITimeoutError as exc:
             raise self._fault(stats, "timeout", str(exc) or "the provider stopped answering") from None
         except self._openai.APIConnectionError as exc:
-            # refused before anything came back = unreachable (the offline gate may answer); after = a broken stream
+            # refused before anything came back = unreachable; after = a broken stream
             code = "disconnect" if saw_chunk else "connect"
             raise self._fault(stats, code, str(exc.__cause__ or exc)) from None
         except self._openai.APIStatusError as exc:
@@ -240,10 +316,11 @@ class ChatClient:
             raise self._fault(stats, "truncated", "the stream ended without a finish reason ([DONE] missing)")
 
     async def complete(self, stats: CallStats, **request: Any) -> Any:
-        """One non-streaming request (EventAgent); faults become LLMFault."""
+        """One non-streaming request (EventAgent); faults become LLMFault. A stale keep-alive connection is retried
+        once, like a stream."""
         client = await self._connection_for(stats)
         try:
-            response = await client.chat.completions.create(stream=False, **request)
+            response = await self._open(client, {**request, "stream": False})
         except self._openai.APITimeoutError as exc:
             raise self._fault(stats, "timeout", str(exc)) from None
         except self._openai.APIConnectionError as exc:
@@ -278,6 +355,15 @@ class ChatClient:
 def _import_sdk() -> None:
     import httpx  # noqa: F401
     import openai  # noqa: F401
+
+
+def _rejected_field(exc: Any, request: dict[str, Any]) -> str | None:
+    """The optional request field a 400 error names (its `param`, or its message), if the request carried it."""
+    said = f"{getattr(exc, 'param', None) or ''} {getattr(exc, 'message', '') or ''} {exc.body!r}".lower()
+    for field in OPTIONAL_FIELDS:
+        if field in request and field in said:
+            return field
+    return None
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -109,10 +109,13 @@ def settings_for(config: BenchConfig, mode: str, condition: str, state_dir: str)
         env["OPENAI_API_KEY"] = config.api_key  # secrets come only from the environment
     settings = load_settings(env=env)
     llm = {"base_url": config.base_url, "model": config.model, "event_model": config.event_model,
-           "read_timeout_s": config.read_timeout_s, "connect_timeout_s": config.connect_timeout_s,
+           "read_timeout_s": config.read_timeout_s, "first_token_timeout_s": config.read_timeout_s,
+           "connect_timeout_s": config.connect_timeout_s,
            "temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens}
     enabled = CONDITIONS[condition]
-    return with_updates(settings, agent={"tool_invocation_mode": mode}, llm=llm,
+    return with_updates(settings, llm=llm,
+                        # the harness's own turn timeout bounds a bench turn, not the runtime's turn deadline
+                        agent={"tool_invocation_mode": mode, "turn_deadline_s": config.turn_timeout_s},
                         events={"enabled": list(enabled) if enabled is not None else None},
                         session={"timezone": config.timezone}, audit={"enabled": False})
 

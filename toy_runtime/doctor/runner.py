@@ -49,7 +49,8 @@ def _timeout_for(name: str, settings: Settings, timeouts: Mapping[str, float]) -
     if name in timeouts:
         return timeouts[name]
     if name == "llm":  # the client's own timeouts decide first; this only bounds a pathological case
-        return max(DEFAULT_TIMEOUTS_S["llm"], settings.llm.connect_timeout_s + settings.llm.read_timeout_s + 5)
+        return max(DEFAULT_TIMEOUTS_S["llm"], settings.llm.connect_timeout_s
+                   + max(settings.llm.first_token_timeout_s, settings.llm.read_timeout_s) + 5)
     return DEFAULT_TIMEOUTS_S[name]
 
 

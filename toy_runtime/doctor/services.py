@@ -85,10 +85,11 @@ def _llm_failure(fault: Any, settings: Settings) -> Verdict:
     if code == "connect":
         return fail(f"cannot connect to {llm.base_url}: {message}",
                     "is the server running and reachable from here? check llm.base_url (usually ends in /v1)")
-    if code == "timeout":
+    if code in ("timeout", "first_token_timeout"):
         return fail(f"{llm.base_url} did not answer within the timeouts (connect {llm.connect_timeout_s:g} s, "
-                    f"read {llm.read_timeout_s:g} s)", "the server is up but stalled or still loading the model; "
-                    "check its log, or raise llm.read_timeout_s")
+                    f"first token {llm.first_token_timeout_s:g} s, between chunks {llm.read_timeout_s:g} s)",
+                    "the server is up but stalled or still loading the model; check its log, or raise "
+                    "llm.first_token_timeout_s")
     if code in ("http_401", "http_403"):
         return fail(f"the endpoint refused the API key ({code.replace('_', ' ').upper()}): {message}",
                     "set OPENAI_API_KEY in the environment (secrets are never read from the TOML profile)")
@@ -115,7 +116,7 @@ async def check_llm(settings: Settings) -> Verdict:
 
     client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
                         connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
-                        include_usage=False)
+                        first_token_timeout_s=llm.first_token_timeout_s, include_usage=False)
     stats = CallStats(purpose="doctor")
     try:
         async for _ in client.stream(stats, model=llm.model, messages=[{"role": "user", "content": "Say OK."}],

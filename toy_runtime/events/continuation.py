@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from .definition import EventDefinition
 from .model import EventResult, EventStatus, ResultPolicy
 
 GENERIC_FAILURE_LINE = "Sorry, that didn't work."
+# Said when something the model asked for never ran (unknown name, unclosed block, a request in a follow-up round):
+# truthful without knowing what was meant.
+NOT_RUN_LINES = {"en": "Hmm, I couldn't do that just now.", "zh": "嗯，我刚才没能做到。"}
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,21 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
     # de-duplicate identical lines (e.g. two failing events with the same generic correction)
     unique = tuple(dict.fromkeys(lines))
     return Continuation(lines=unique, follow_up=tuple(follow_up), terminate=terminate)
+
+
+def not_run_lines(names: Iterable[str], lookup: Callable[[str], EventDefinition | None],
+                  locale: str = "en") -> tuple[str, ...]:
+    """Corrections for requests that never ran: the definition's own failure line when the name is known
+    (its template sees `code="not_run"`), else one generic line. No LLM call; identical lines are said once."""
+    lines: list[str] = []
+    for name in names:
+        definition = lookup(name) if name else None
+        line = NOT_RUN_LINES.get(locale, NOT_RUN_LINES["en"])
+        if definition is not None and definition.failure_template is not None:
+            try:
+                line = definition.failure_template({}, {"code": "not_run", "status": "not_run", "error": None,
+                                                        "locale": locale})
+            except Exception:  # a broken template still leaves the generic correction
+                pass
+        lines.append(line)
+    return tuple(dict.fromkeys(lines))

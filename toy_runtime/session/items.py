@@ -11,12 +11,13 @@ from ..events import EventResult
 
 @dataclass(frozen=True)
 class Speech:
-    """A sentence (or early clause) to say. answer=1 is the first reply; 2 is anything after events ran."""
+    """A sentence (or early clause) to say. answer=1 is the first reply; 2 is anything after events ran;
+    0 is a holding cue said while the first reply is late."""
 
     answer: int
     text: str
     sources: tuple[dict[str, str], ...] = ()
-    kind: str = "reply"  # reply | confirmation | correction | question | follow_up | fault | offline
+    kind: str = "reply"  # reply | holding | gate | continuation | correction | follow_up | fault | offline
     at: float = field(default_factory=time.perf_counter)
 
     def as_json(self) -> dict[str, Any]:

@@ -3,11 +3,16 @@
 Answer 1 streams out as it arrives; each event is dispatched to the kernel the moment it is complete in the
 stream and never delays the visible text. The kernel's continuation decides what follows: deterministic lines, at
 most one aggregated follow-up ChatAgent call, or the end of the session.
+
+Every fault still ends in a useful turn: a late first answer gets one holding cue, a failed or abandoned ChatAgent
+call hands the utterance to the offline gate (clear requests are carried out, anything else hears the fault line),
+and an action the model asked for that never ran gets a short truthful correction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from typing import Any, AsyncIterator
 from zoneinfo import ZoneInfo
@@ -22,16 +27,16 @@ from ..events import (
     AuditSink,
     BatchOutcome,
     EventKernel,
-    EventRequest,
     EventResult,
     ResolutionPath,
     ResolveContext,
-    SourceProtocol,
-    resolve_deterministic,
+    not_run_lines,
 )
 from ..hostevents import HostEvent
 from ..ports.clock import Clock
 from .conversation import Conversation
+from .gate import OfflineGate
+from .holding import HoldingCues, TurnDeadline, answer_in_time
 from .items import EventOutcome, Speech, TurnEnd, TurnItem
 
 _DONE = object()
@@ -47,7 +52,7 @@ class TurnRunner:
 
     def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
                  audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
-                 event_agent: EventAgent | None = None) -> None:
+                 event_agent: EventAgent | None = None, rng: random.Random | None = None) -> None:
         self.kernel = kernel
         self.chat = chat_agent
         self.conversation = conversation
@@ -56,16 +61,22 @@ class TurnRunner:
         self.timezone = timezone
         self.config = agent_config
         self.event_agent = event_agent
+        self.gate = OfflineGate(kernel.registry, audit)
+        self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
 
     @property
     def mode(self) -> str:
         return self.chat.mode if self.chat else "offline"
 
-    async def run(self, event: HostEvent) -> AsyncIterator[TurnItem]:
-        """Yield the turn's items in order of occurrence; the last one is TurnEnd."""
+    async def run(self, event: HostEvent, *, since_speech_s: float = 0.0) -> AsyncIterator[TurnItem]:
+        """Yield the turn's items in order of occurrence; the last one is TurnEnd.
+
+        `since_speech_s`: how long ago the child stopped speaking (the voice loop knows; 0 for typed text). The
+        holding cue and the turn deadline count from then.
+        """
         queue: asyncio.Queue[Any] = asyncio.Queue()
         turn_id = self.conversation.next_turn_id()
-        producer = asyncio.create_task(self._produce(event, turn_id, queue), name=f"turn:{turn_id}")
+        producer = asyncio.create_task(self._produce(event, turn_id, queue, since_speech_s), name=f"turn:{turn_id}")
         try:
             while True:
                 item = await queue.get()
@@ -80,13 +91,13 @@ class TurnRunner:
 
     # -- the turn ------------------------------------------------------------------------------------
 
-    async def _produce(self, event: HostEvent, turn_id: str, queue: asyncio.Queue) -> None:
+    async def _produce(self, event: HostEvent, turn_id: str, queue: asyncio.Queue, since_speech_s: float) -> None:
         try:
-            await self._turn(event, turn_id, queue.put_nowait)
+            await self._turn(event, turn_id, queue.put_nowait, since_speech_s)
         finally:
             queue.put_nowait(_DONE)
 
-    async def _turn(self, event: HostEvent, turn_id: str, emit) -> None:
+    async def _turn(self, event: HostEvent, turn_id: str, emit, since_speech_s: float = 0.0) -> None:
         t0 = time.perf_counter()
         text = (event.input.text or "").strip()
         conv = self.conversation
@@ -102,7 +113,7 @@ class TurnRunner:
         spoken: list[Speech] = []
 
         def say(speech: Speech) -> None:
-            if speech.kind in ("reply", "follow_up"):  # already cut by the streaming splitter
+            if speech.kind in ("reply", "follow_up", "holding"):  # already cut by the streaming splitter, or short
                 spoken.append(speech)
                 emit(speech)
                 return
@@ -124,25 +135,29 @@ class TurnRunner:
                                      on_result=lambda result: emit(EventOutcome(result)))
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
-        path, fault = "llm", None
+        path, fault, unrun = "llm", None, []
         try:
-            if (self.chat is None or (self.config.gate_shortcut and self._gate_matches(context))
+            if (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
                     or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
-                self._gate(context, run, turn_id, say)
+                self.gate.answer(context, run, turn_id, say, self.config.offline_line)
             else:
                 try:
-                    await self._first_answer(first, text, turn_id, run, record, say)
+                    await self._timed_first_answer(first, text, turn_id, run, record, say, spoken, context.locale,
+                                                   since_speech_s)
+                    unrun = list(run.dropped) + record.unclosed_events
+                    if unrun:  # the model asked for something that cannot run: the child's clear words still count
+                        self.audit.record("turn.not_run", turn_id=turn_id, names=unrun)
+                        if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
+                            path, unrun = "gate", []
                 except LLMFault as exc:
                     fault = exc.code
                     self.audit.record("llm.fault", turn_id=turn_id, call="chat_agent", code=exc.code,
                                       message=exc.message)
-                    if exc.unreachable and not record.visible and not run.slots:
-                        path = "gate"
-                        self._gate(context, run, turn_id, say)
-                    else:
-                        say(Speech(1 if not spoken else 2, self.config.fault_line, kind="fault"))
+                    path = self.gate.after_fault(exc, context, run, turn_id, say, spoken,
+                                                 fault_line=self.config.fault_line,
+                                                 offline_line=self.config.offline_line)
         except asyncio.CancelledError:
             run.abort()  # a discarded turn never runs events that have not started
             raise
@@ -156,6 +171,9 @@ class TurnRunner:
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
+        # after a fault or a gate step-in, the gate or the fault line already said what happened
+        for line in not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale):
+            say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
         if outcome.continuation.needs_llm:
             if self.chat is not None and path == "llm":
@@ -163,6 +181,8 @@ class TurnRunner:
                 await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
             else:
                 say(Speech(2, self.config.offline_line, kind="offline"))
+        if not any(s.kind != "holding" for s in spoken):  # never a silent turn
+            self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line)
         terminated = outcome.continuation.terminate
         if terminated:
             conv.terminated = True
@@ -171,6 +191,25 @@ class TurnRunner:
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
         self.audit.record("turn.completed", turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
+
+    async def _timed_first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
+                                  spoken: list[Speech], locale: str, since_speech_s: float) -> None:
+        """The first answer, with one holding cue when nothing was said in time and a hard deadline."""
+        def cue() -> None:
+            if not spoken:
+                cue_text = self.cues.pick(locale)
+                self.audit.record("turn.holding_cue", turn_id=turn_id, text=cue_text)
+                say(Speech(0, cue_text, kind="holding"))
+
+        config = self.config
+        try:
+            await answer_in_time(self._first_answer(stats, text, turn_id, run, record, say),
+                                 cue_after_s=config.holding_cue_after_s - since_speech_s,
+                                 deadline_s=config.turn_deadline_s - since_speech_s, on_cue=cue,
+                                 monotonic=self.clock.monotonic, name=f"turn:{turn_id}:first-answer")
+        except TurnDeadline as exc:
+            stats.fault = "deadline"
+            raise LLMFault("deadline", str(exc)) from None
 
     async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
         chat = self.chat
@@ -219,6 +258,10 @@ class TurnRunner:
                     say(Speech(2, item.text, sources=sources if first_segment else (), kind="follow_up", at=item.at))
                     first_segment = False
             self._audit_usage(stats, turn_id)
+            # a follow-up round cannot start events: if it asked for one anyway, say it did not happen
+            unrun = follow_record.ignored_events + follow_record.unclosed_events
+            for line in not_run_lines(unrun, self.kernel.registry.lookup, guess_locale(text)):
+                say(Speech(2, line, kind="correction"))
         except LLMFault as exc:
             self.audit.record("llm.fault", turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
             if first_segment:
@@ -245,27 +288,11 @@ class TurnRunner:
 
     # -- offline gate --------------------------------------------------------------------------------
 
-    def _gate_matches(self, context: ResolveContext):
-        return [d for d in self.kernel.registry if d.gate_match is not None and d.gate_match(context)]
-
     def _asks_for_unoffered(self, context: ResolveContext) -> bool:
         """The child clearly asked for something the model is not offered (web search with no provider): the gate
         answers it truthfully at once, instead of a model that may promise what it cannot do."""
         return any(not d.advertised and d.gate_match is not None and d.gate_match(context)
                    for d in self.kernel.registry)
-
-    def _gate(self, context: ResolveContext, run, turn_id: str, say) -> None:
-        """Answer clear device requests deterministically (templated reply, same kernel); anything else: a line."""
-        matched = self._gate_matches(context)
-        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched])
-        if not matched:
-            say(Speech(1, self.config.offline_line, kind="offline"))
-            return
-        for definition in matched:
-            resolved = resolve_deterministic(self.kernel.registry, definition, None, context)
-            if resolved.outcome == "resolved" and definition.gate_reply is not None:
-                say(Speech(1, definition.gate_reply(resolved.arguments, {"locale": context.locale}), kind="gate"))
-            run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
 
     # -- bookkeeping ---------------------------------------------------------------------------------
 
@@ -284,7 +311,7 @@ class TurnRunner:
         """
         conv = self.conversation
         conv.add("user", text)
-        conv.add("assistant", " ".join(s.text for s in spoken))
+        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"))
 
     def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, turn_id: str):
         now = time.perf_counter()
@@ -306,7 +333,8 @@ class TurnRunner:
             })
         resolved = [r for r in results if r.resolution is not None]
         deterministic = [r for r in resolved if r.resolution is not ResolutionPath.LLM_FALLBACK and not r.fallback_used]
-        first_speech = next((s.at for s in spoken), None)
+        first_speech = next((s.at for s in spoken if s.kind != "holding"), None)
+        holding = next((s.at for s in spoken if s.kind == "holding"), None)
         second_speech = next((s.at for s in spoken if s.answer == 2), None)
         return {
             "mode": self.mode,
@@ -317,6 +345,7 @@ class TurnRunner:
             "first_answer": first.as_dict() if first else None,
             "second_answer": second.as_dict() if second else None,
             "first_speech_ms": ms(first_speech, t0),
+            "holding_cue_ms": ms(holding, t0),
             "second_speech_ms": ms(second_speech, t0),
             "prompt_tokens": sum(c.prompt_tokens for c in chat_calls),
             "completion_tokens": sum(c.completion_tokens for c in chat_calls),

@@ -66,6 +66,7 @@ class VoiceTurnRecord:
     first_clause_synthesized_at: float | None = None
     first_audio_at: float | None = None
     second_first_audio_at: float | None = None
+    holding_audio_at: float | None = None  # the holding cue, when the first answer was late
     events: list[dict[str, Any]] = field(default_factory=list)
     turn_metrics: dict[str, Any] = field(default_factory=dict)
     spoken: list[str] = field(default_factory=list)
@@ -85,6 +86,7 @@ class VoiceTurnRecord:
             "first_clause_synthesized": rel(self.first_clause_synthesized_at),
             "first_audio": rel(self.first_audio_at),
             "second_answer_audio": rel(self.second_first_audio_at),
+            "holding_cue_audio": rel(self.holding_audio_at),
             **{f"event:{e['name']}": rel(e["at"]) for e in self.events},
         }
 
@@ -323,7 +325,8 @@ class VoiceLoop:
             self._pause()
         speaker = TurnSpeaker(self.synthesizer, self.sink, f"{self.runner.conversation.session_id}.u{self._turns}",
                               clock=self.clock)
-        driver = asyncio.create_task(self._drive(utterance.text, speaker, record), name=f"voice:turn{self._turns}")
+        driver = asyncio.create_task(self._drive(utterance.text, speaker, record, since_speech_s=handoff - end_of_speech),
+                                     name=f"voice:turn{self._turns}")
         interrupted_by: Inbox | None = None
         try:
             if not self.barge_in:
@@ -375,12 +378,14 @@ class VoiceLoop:
             self.audit.record("voice.turn_failed", turn=self._turns, error=f"{type(exc).__name__}: {exc}")
         return pending_utterance
 
-    async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord) -> None:
+    async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord, *,
+                     since_speech_s: float = 0.0) -> None:
         end: TurnEnd | None = None
         first_speech = True
         try:
-            async for item in self.runner.run(message_event(text, source="microphone",
-                                                             conversation_id=self.runner.conversation.session_id)):
+            # the holding cue and the turn deadline count from the end of the child's speech, not from here
+            event = message_event(text, source="microphone", conversation_id=self.runner.conversation.session_id)
+            async for item in self.runner.run(event, since_speech_s=max(since_speech_s, 0.0)):
                 if isinstance(item, Speech):
                     if first_speech:
                         first_speech = False
@@ -399,7 +404,10 @@ class VoiceLoop:
                 record.turn_id = end.turn_id
 
     def _finish_record(self, record: VoiceTurnRecord, speaker: TurnSpeaker) -> None:
-        first, second = speaker.marks.get(1), speaker.marks.get(2)
+        held, first, second = speaker.marks.get(0), speaker.marks.get(1), speaker.marks.get(2)
+        if held is not None:
+            record.holding_audio_at = held.first_audio_at
+            record.spoken.extend(held.spoken)
         if first is not None:
             record.first_text_at = first.first_text_at
             record.first_clause_started_at = first.first_clause_started_at

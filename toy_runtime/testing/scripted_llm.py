@@ -30,6 +30,12 @@ Faults (`Reply.fault`):
 - "disconnect"            closes the socket mid-body (→ `openai.APIConnectionError`)
 - "empty_stream"          200 and an empty body: no chunk at all
 - "hang"                  sends nothing, not even headers, until the client gives up (→ `APITimeoutError`)
+- "stall"                 sends the headers, then nothing until the client gives up (a first-token timeout)
+- "garbage"               200 with a body that is not SSE at all (an HTML error page)
+- "http_400"              400 with an OpenAI-style error that names no optional field (e.g. a prompt too long)
+- "close_keepalive"       answers normally, then treats the connection as expired: the next request that
+                          arrives on it is read and dropped unanswered (the race a client with a pooled
+                          keep-alive connection meets on llama-server; → `APIConnectionError`)
 - "no_usage"              never sends usage, even when asked
 - "malformed_chunk"       one `data:` line that is not JSON, mid-stream
 
@@ -37,6 +43,14 @@ Faults (`Reply.fault`):
 and "hang" to after that many content/tool-call deltas (for "hang" this means headers and those
 chunks are sent, then the stream stalls: a mid-stream read timeout). Non-stream requests honour the
 faults in the obvious way (truncated body, empty body, non-JSON body, no answer).
+
+`Reply.release` (a `threading.Event`) ends the `delay_s` pause (and a "stall") as soon as it is set, so a
+test can hold the first token until it has seen what it waits for, without racing a wall clock.
+
+Server options: `reject_fields=("stream_options",)` (or `"tools"`) answers every request that carries
+the field (for "tools": a streamed request) with 400 and an OpenAI-style error naming it, as some local
+servers do, without consuming a reply; the client's retry without the field gets the reply.
+`server.dropped` counts requests dropped by "close_keepalive".
 
 Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
 
@@ -73,10 +87,12 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .scripted_wire import Plan, content_text, estimate_prompt_tokens, estimate_tokens  # noqa: F401 (re-export)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +105,10 @@ FAULTS = (
     "hang",
     "no_usage",
     "malformed_chunk",
+    "stall",
+    "garbage",
+    "http_400",
+    "close_keepalive",
 )
 
 Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
@@ -110,6 +130,7 @@ class Reply:
     finish_reason: str | None = None  # default: "tool_calls" when there are calls, else "stop"
     fault: str | None = None  # one of FAULTS
     fault_after_chunks: int | None = None  # where the fault hits, in content/tool deltas (see module doc)
+    release: threading.Event | None = field(default=None, compare=False)  # ends delay_s / "stall" when set
 
     def __post_init__(self) -> None:
         if self.fault is not None and self.fault not in FAULTS:
@@ -133,120 +154,6 @@ class Reply:
         if unknown:
             raise ValueError(f"unknown reply keys: {', '.join(sorted(unknown))}")
         return cls(**data)
-
-
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count: one per CJK character, one per four other characters."""
-    cjk = sum(1 for ch in text if _is_cjk(ch))
-    return cjk + (len(text) - cjk + 3) // 4
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    return ""
-
-
-def estimate_prompt_tokens(request: Mapping[str, Any]) -> int:
-    """Rough prompt size of a request: messages (plus per-message overhead), tool calls and tool schemas."""
-    total = 0
-    for message in request.get("messages") or ():
-        total += 4 + estimate_tokens(_content_text(message.get("content")))
-        if message.get("tool_calls"):
-            total += estimate_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))
-    if request.get("tools"):
-        total += estimate_tokens(json.dumps(request["tools"], ensure_ascii=False))
-    return total
-
-
-def _split(text: str, size: int) -> list[str]:
-    if size <= 0 or len(text) <= size:
-        return [text] if text else []
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-class _Plan:
-    """The wire chunks of one reply to one request."""
-
-    def __init__(self, reply: Reply, request: Mapping[str, Any], number: int, model: str) -> None:
-        self.reply = reply
-        self.id = f"chatcmpl-scripted-{number}"
-        self.created = int(time.time())
-        self.model = str(request.get("model") or model)
-        self.calls = [(f"call_{number}_{i}", name, args) for i, (name, args) in enumerate(reply.tool_calls)]
-        self.finish_reason = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-        completion = estimate_tokens(reply.text) + sum(estimate_tokens(n + a) + 3 for _, n, a in self.calls)
-        self.usage = {"prompt_tokens": estimate_prompt_tokens(request), "completion_tokens": completion}
-        self.usage.update(reply.usage or {})
-        self.usage["total_tokens"] = self.usage["prompt_tokens"] + self.usage["completion_tokens"]
-
-    def deltas(self) -> list[dict[str, Any]]:
-        """Content and tool-call deltas in stream order (the role chunk and finish chunk excluded)."""
-        content = [{"content": piece} for piece in _split(self.reply.text, self.reply.chunk_size)]
-        tools: list[dict[str, Any]] = []
-        for index, (call_id, name, args) in enumerate(self.calls):
-            head = {"index": index, "id": call_id, "type": "function"}
-            fragments = _split(args, self.reply.args_chunk_size) or [""]
-            for n, fragment in enumerate(fragments):
-                if n == 0 or self.reply.repeat_id_and_name:
-                    entry = {**head, "function": {"name": name, "arguments": fragment}}
-                else:
-                    entry = {"index": index, "function": {"arguments": fragment}}
-                tools.append({"tool_calls": [entry]})
-        return content + tools if self.reply.content_then_tools else tools + content
-
-    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None, with_usage: bool = False) -> bytes:
-        body: dict[str, Any] = {
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-        }
-        if with_usage:
-            body["usage"] = None  # OpenAI sends null usage on every chunk when usage was requested
-        return _sse(body)
-
-    def usage_chunk(self) -> bytes:
-        return _sse(
-            {
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": self.usage,
-            }
-        )
-
-    def completion(self, with_usage: bool) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.reply.text or None}
-        if self.calls:
-            message["tool_calls"] = [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
-                for call_id, name, args in self.calls
-            ]
-        body: dict[str, Any] = {
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish_reason}],
-        }
-        if with_usage:
-            body["usage"] = self.usage
-        return body
-
-
-def _sse(body: Any) -> bytes:
-    return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
 
 
 class _Stop(Exception):
@@ -296,30 +203,56 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, f"invalid JSON body: {exc}", "invalid_request_error")
             return
         owner = self.server.owner
+        if getattr(self, "_expired", False):  # "close_keepalive": this connection is treated as timed out
+            owner._count_dropped(request)
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        rejected = owner._rejected_field(request)
+        if rejected is not None:
+            self._send_error(400, f"Unsupported param: {rejected} (scripted)", "invalid_request_error",
+                             param=rejected)
+            return
         number, reply = owner._next_reply(request)
         if reply is None:
             self._send_error(500, "scripted_llm: no reply left in the script", "server_error")
             return
-        plan = _Plan(reply, request, number, owner.model)
+        plan = Plan(reply, request, number, owner.model)
         try:
-            if reply.fault in ("http_500", "http_429"):
+            if reply.fault in ("http_500", "http_429", "http_400"):
                 self._fault_status(reply.fault)
+            elif reply.fault == "garbage":
+                self._garbage()
             elif request.get("stream"):
                 self._stream(plan, request)
             else:
                 self._whole(plan)
         except (_Stop, OSError):
             self.close_connection = True
+            return
+        if reply.fault == "close_keepalive":
+            self._expired = True
 
     # ---- responses ----------------------------------------------------------------------------
 
     def _fault_status(self, fault: str) -> None:
         if fault == "http_429":
             self._send_error(429, "Rate limit reached (scripted)", "rate_limit_error", {"Retry-After": "1"})
+        elif fault == "http_400":
+            self._send_error(400, "This model's maximum context length was exceeded (scripted)",
+                             "invalid_request_error")
         else:
             self._send_error(500, "The server had an error (scripted)", "server_error")
 
-    def _stream(self, plan: _Plan, request: Mapping[str, Any]) -> None:
+    def _garbage(self) -> None:
+        body = b"<html><body><h1>502 Bad Gateway</h1>upstream went away</body></html>\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, plan: Plan, request: Mapping[str, Any]) -> None:
         reply = plan.reply
         options = request.get("stream_options") or {}
         include_usage = bool(options.get("include_usage")) and reply.fault != "no_usage"
@@ -338,7 +271,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.fault == "empty_stream":
             self._end_body()
             return
-        self._pause(reply.delay_s)
+        if reply.fault == "stall":
+            self._hang(reply.release)
+            return
+        self._pause(reply.delay_s, reply.release)
         self._write(plan.chunk({"role": "assistant", "content": ""}, with_usage=include_usage))
         for n, delta in enumerate(deltas):
             if n == fault_at and self._stream_fault(reply.fault):
@@ -370,12 +306,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(b"data: {\"id\": \"chatcmpl-broken\", \"choices\": [\n\n")
         return False
 
-    def _whole(self, plan: _Plan) -> None:
+    def _whole(self, plan: Plan) -> None:
         fault = plan.reply.fault
-        if fault == "hang":
-            self._hang()
+        if fault in ("hang", "stall"):
+            self._hang(plan.reply.release)
             return
-        self._pause(plan.reply.delay_s)
+        self._pause(plan.reply.delay_s, plan.reply.release)
         body = json.dumps(plan.completion(with_usage=fault != "no_usage"), ensure_ascii=False).encode()
         if fault == "empty_stream":
             body = b""
@@ -402,8 +338,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> None:
-        self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}}, headers)
+    def _send_error(self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None,
+                    param: str | None = None) -> None:
+        self._send_json(status, {"error": {"message": message, "type": kind, "param": param, "code": None}}, headers)
 
     # ---- low level ----------------------------------------------------------------------------
 
@@ -413,15 +350,24 @@ class _Handler(BaseHTTPRequestHandler):
     def _end_body(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
 
-    def _pause(self, seconds: float) -> None:
-        if seconds > 0 and self.server.owner._stopping.wait(seconds):
-            raise _Stop
+    def _pause(self, seconds: float, release: threading.Event | None = None) -> None:
+        stopping = self.server.owner._stopping
+        if seconds <= 0 or (release is not None and release.is_set()):
+            return
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if stopping.wait(min(left, 0.02)):
+                raise _Stop
+            if release is not None and release.is_set():
+                return
 
-    def _hang(self) -> None:
-        """Send nothing until the client disconnects or the server closes."""
+    def _hang(self, release: threading.Event | None = None) -> None:
+        """Send nothing until the client disconnects, the server closes, or `release` is set."""
         self.close_connection = True
         stopping = self.server.owner._stopping
         while not stopping.wait(0.05):
+            if release is not None and release.is_set():
+                return
             readable, _, _ = select.select([self.connection], [], [], 0)
             if readable and not self.connection.recv(1, socket.MSG_PEEK):
                 return  # the client closed its end (timed out)
@@ -448,9 +394,13 @@ class ScriptedLLMServer:
         model: str = "scripted-model",
         host: str = "127.0.0.1",
         port: int = 0,
+        reject_fields: Iterable[str] = (),
     ) -> None:
-        """`script`: replies consumed one per request, or a callable answering each request body."""
+        """`script`: replies consumed one per request, or a callable answering each request body;
+        `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools")."""
         self.model = model
+        self.reject_fields = tuple(reject_fields)
+        self.dropped = 0
         self.default = default
         self._responder: Responder | None = script if callable(script) else None
         self._queue: deque[Reply] = deque()
@@ -488,6 +438,19 @@ class ScriptedLLMServer:
         """Script problems seen while serving (exhausted queue, responder exceptions)."""
         with self._lock:
             return list(self._errors)
+
+    def _rejected_field(self, request: dict[str, Any]) -> str | None:
+        """The first `reject_fields` entry this request carries (recorded like any request), else None."""
+        for name in self.reject_fields:
+            if request.get(name) and (name != "tools" or request.get("stream")):
+                with self._lock:
+                    self._requests.append(request)
+                return name
+        return None
+
+    def _count_dropped(self, request: dict[str, Any]) -> None:
+        with self._lock:
+            self.dropped += 1
 
     def _next_reply(self, request: dict[str, Any]) -> tuple[int, Reply | None]:
         with self._lock:
@@ -600,7 +563,7 @@ def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> 
 
     def respond(request: dict[str, Any]) -> Reply | None:
         last = _last_message(request)
-        text = _content_text(last.get("content"))
+        text = content_text(last.get("content"))
         for pattern, role, tools, reply in rules:
             if role is not None and last.get("role") != role:
                 continue
