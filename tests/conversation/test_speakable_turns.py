@@ -81,12 +81,25 @@ async def test_a_tool_call_written_as_text_is_hidden_and_audited_in_dual_agent(f
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
     before = (await h.mixer.get()).level
     turn = await h.turn("set the volume to 30")
-    assert turn.events == [] and h.audit.of("event.detected") == []
-    assert (await h.mixer.get()).level == before
     assert turn.speech(answer=1) == ["Okay, volume thirty!"]
     spoken_is_clean(h, turn)
     [hidden] = h.audit.of("chat.text_tool_call_hidden")
     assert hidden["names"] == ["adjust_device_volume"] and "adjust_device_volume" in hidden["raw"]
+    # the text call itself never runs; the child's own clear words are carried out by the gate instead
+    assert h.audit.of("gate.used")[0]["after"] == "not_run"
+    assert [(e.name, dict(e.arguments)) for e in turn.events] == [("device.volume.adjust",
+                                                                   {"mode": "absolute", "value": 30})]
+    assert (await h.mixer.get()).level == 30 != before
+
+
+async def test_a_text_call_in_dual_agent_for_an_unclear_request_is_corrected(llm_server, make_harness):
+    llm_server.add(Reply(text="Okay, I'll make it nicer! " + TEXT_CALLS["hermes"], chunk_size=3))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    before = (await h.mixer.get()).level
+    turn = await h.turn("can you make it sound nicer")
+    assert turn.events == [] and (await h.mixer.get()).level == before
+    assert turn.speech() == ["Okay, I'll make it nicer!", "Sorry, I couldn't change the volume."]
+    spoken_is_clean(h, turn)
 
 
 async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(llm_server, make_harness):
@@ -121,7 +134,8 @@ async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mo
         h = make_harness(mode=mode, base_url=server.url)
         before = (await h.mixer.get()).level
         turn = await h.turn("what was the tallest dinosaur?")
-    assert " ".join(turn.speech(answer=2)) == "I checked: the tallest was Sauroposeidon!"
+    # the stray call is never run; the child hears that nothing changed (the not-run correction), never the markup
+    assert turn.speech(answer=2) == ["I checked: the tallest was Sauroposeidon!", "Sorry, I couldn't change the volume."]
     assert [e.name for e in turn.events] == ["knowledge.web.search"]
     assert (await h.mixer.get()).level == before
     spoken_is_clean(h, turn)

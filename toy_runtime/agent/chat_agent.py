@@ -50,7 +50,8 @@ class ReplyRecord:
     tool_calls: list[AssembledCall] = field(default_factory=list)
     event_ids: dict[str, str] = field(default_factory=dict)  # provider call id → our event id
     ignored_events: list[str] = field(default_factory=list)
-    unclosed_events: list[str] = field(default_factory=list)  # names in a block that never closed: never run
+    # named but never run: in a block that never closed, or in a tool call written as text in dual_agent
+    unrun_events: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -159,6 +160,7 @@ class ChatAgent:
                     return requests_from_calls(calls)
                 self.audit.record("chat.text_tool_call_hidden", turn_id=turn_id, names=names, raw=_short(item.raw),
                                   reason="tool calls written as text are not run in dual_agent")
+                record.unrun_events.extend(names or ("",))
             elif item.kind in _FORMATTING:
                 stripped[item.kind] += 1
             elif item.kind == "partial_sentence":
@@ -204,7 +206,7 @@ class ChatAgent:
                 elif isinstance(parsed, UnclosedBlock):
                     self.audit.record("chat.unclosed_event_block", turn_id=turn_id, raw=parsed.raw,
                                       names=list(parsed.names))
-                    record.unclosed_events.extend(parsed.names or ("",))  # "" = a block with no readable name
+                    record.unrun_events.extend(parsed.names or ("",))  # "" = a block with no readable name
         # a reply cut by the token limit ends at its last whole sentence
         for out in guarded(guard.finish(cut_by_length=stats.finish_reason == "length")):
             yield out

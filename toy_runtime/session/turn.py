@@ -146,7 +146,7 @@ class TurnRunner:
                 try:
                     await self._timed_first_answer(first, text, turn_id, run, record, say, spoken, context.locale,
                                                    since_speech_s)
-                    unrun = list(run.dropped) + record.unclosed_events
+                    unrun = list(run.dropped) + record.unrun_events
                     if unrun:  # the model asked for something that cannot run: the child's clear words still count
                         self.audit.record("turn.not_run", turn_id=turn_id, names=unrun)
                         if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
@@ -171,7 +171,10 @@ class TurnRunner:
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
-        # after a fault or a gate step-in, the gate or the fault line already said what happened
+        # after a fault or a gate step-in, the gate or the fault line already said what happened; a name that also
+        # came through properly (a block and a text call for the same event) did run and needs no correction
+        ran = {r.name for r in outcome.results}
+        unrun = [n for n in unrun if (d := self.kernel.registry.lookup(n)) is None or d.name not in ran]
         for line in not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale):
             say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
@@ -259,7 +262,7 @@ class TurnRunner:
                     first_segment = False
             self._audit_usage(stats, turn_id)
             # a follow-up round cannot start events: if it asked for one anyway, say it did not happen
-            unrun = follow_record.ignored_events + follow_record.unclosed_events
+            unrun = follow_record.ignored_events + follow_record.unrun_events
             for line in not_run_lines(unrun, self.kernel.registry.lookup, guess_locale(text)):
                 say(Speech(2, line, kind="correction"))
         except LLMFault as exc:
