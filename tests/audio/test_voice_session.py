@@ -60,6 +60,7 @@ def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak,
             "TOY_SEARCH__URL": searx.url,
             "TOY_SEARCH__TIMEOUT_S": "3.5",
             "TOY_SESSION__IDLE_TIMEOUT_S": "30",
+            "TOY_TTS__DETERMINISTIC": "true",  # the toy's answer is transcribed below: the same waveform every run
         })
         audit = tmp_path / "audit.jsonl"
         recording = sound_card.start_recording()
