@@ -137,7 +137,7 @@ async def test_playback_is_heard_on_the_speaker_monitor(sound_card, speak, sphin
         await asyncio.sleep(0.2)
         first = sink.first_sample("answer-1")
         await sink.play(audio.pcm, audio.sample_rate_hz, "answer-1")
-        assert await asyncio.wait_for(first, 2) is not None
+        assert await asyncio.wait_for(first, 30) is not None
         await sink.drain()
         await asyncio.sleep(0.2)
     finally:
@@ -166,16 +166,18 @@ async def test_flush_cuts_playback_within_a_block(sound_card):
         await asyncio.sleep(0.2)
         first = sink.first_sample("long")
         await sink.play(tone(3000, 22050), 22050, "long")
-        await asyncio.wait_for(first, 2)
+        await asyncio.wait_for(first, 30)
         await asyncio.sleep(0.5)
+        written = 3000 - sink.queued_ms  # handed to the device before the flush (however long the sleep took)
         await sink.flush()
         await asyncio.sleep(0.8)
     finally:
         pcm = rec.stop()
         await sink.aclose()
     heard = loud_ms(pcm)
-    # ~500 ms played before the flush; after it at most one block plus the device buffer, not 2.5 s more.
-    assert 400 <= heard <= 700
+    # What was written before the flush is heard, then at most a block and the device buffer, not the rest.
+    assert written < 2900, written  # something was left to flush
+    assert 300 <= heard <= written + 300, (heard, written)
 
 
 def test_list_devices_shows_the_pulse_device(sound_card):
