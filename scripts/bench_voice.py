@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=350.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
+    synth = PiperSynthesizer(deterministic=True)
     rows = []
     with VirtualSoundCard() as card:
         for label, ttft, events in (("zero TTFT, events on", 0.0, True), ("zero TTFT, events off", 0.0, False),

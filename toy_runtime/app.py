@@ -208,7 +208,8 @@ def build_synthesizer(settings: Settings):
     from .adapters.piper_tts import PiperSynthesizer
 
     length_scale = settings.tts.length_scale if settings.tts.length_scale != 1.0 else None
-    return PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale)
+    return PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
+                            deterministic=settings.tts.deterministic)
 
 
 def build_microphone(settings: Settings):

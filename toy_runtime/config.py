@@ -146,6 +146,8 @@ class TtsConfig(Section):
     voice_path: Path | None = Field(None, description="piper .onnx; None = the bundled en_US joe voice")
     config_path: Path | None = None
     length_scale: float = Field(1.0, gt=0.2, le=3.0)
+    deterministic: bool = Field(False, description="no random noise: the same text always sounds the same "
+                                                   "(tests, `demo` always)")
 
 
 class VolumeConfig(Section):

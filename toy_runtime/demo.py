@@ -2,7 +2,9 @@
 
 Scripted child utterances are synthesized with piper, fed through the real capture → VAD → ASR path from a file
 source, answered (the offline gate, or the configured LLM endpoint), spoken by piper into WAV files, and a
-per-turn timeline is printed.
+per-turn timeline is printed. Piper runs without its random noise, so every run hears and says the same audio.
+Each line of the script says what the toy must do (demo_script); the summary counts a line as understood only
+when that happened — the volume changed, the session ended, the model answered — not when words were heard.
 """
 
 from __future__ import annotations
@@ -14,14 +16,10 @@ import time
 from pathlib import Path
 from typing import AsyncIterator, Sequence, TextIO
 
-from .config import Settings
+from .config import Settings, with_updates
+from .demo_script import DEFAULT_SCRIPT, Line, Verdict, as_lines, judge
 
-DEFAULT_SCRIPT = (
-    "Can you tell me a story about a dragon?",
-    "Set the volume to thirty.",
-    "A bit louder please.",
-    "See you later.",
-)
+__all__ = ["DEFAULT_SCRIPT", "GatedMicrophone", "run_demo", "summary", "synthesize_script"]
 
 
 class GatedMicrophone:
@@ -112,15 +110,34 @@ def print_timeline(record, stream: TextIO) -> None:
         print("  session ended", file=stream)
 
 
-async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] = DEFAULT_SCRIPT,
+def print_verdict(verdict: Verdict, stream: TextIO) -> None:
+    """Whether the toy did what the line asked."""
+    if verdict.understood:
+        print(f"  understood: {verdict.line.expect.description}", file=stream)
+    else:
+        print(f"  NOT understood: wanted {verdict.line.expect.description}, but {verdict.problem}", file=stream)
+
+
+def summary(verdicts: Sequence[Verdict]) -> str:
+    """One paragraph: how many lines were understood, and what went wrong with the others."""
+    done = sum(1 for v in verdicts if v.understood)
+    text = f"{done} of {len(verdicts)} utterances understood (the toy did what was asked)"
+    missed = [f"  {v.line.text!r}: wanted {v.line.expect.description}, but {v.problem}"
+              for v in verdicts if not v.understood]
+    return "\n".join([text + (";" if missed else "."), *missed])
+
+
+async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line | str] = DEFAULT_SCRIPT,
                    stream: TextIO | None = None, json_lines: bool = False) -> int:
-    """Run the scripted demo; returns the exit code."""
+    """Run the scripted demo; returns the exit code (0 when every line got a turn, understood or not)."""
     from .adapters.wav_io import WavFileSink, write_wav
     from .app import build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
     from .audio.listener import Listener
     from .session.voice import VoiceLoop
 
     stream = stream or sys.stdout
+    lines = as_lines(script)
+    settings = with_updates(settings, tts={"deterministic": True})  # the same speech every run
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     print("toy-runtime demo — loading models…", file=stream, flush=True)
@@ -131,22 +148,39 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
     mode = settings.agent.tool_invocation_mode if settings.llm_online else "offline gate (no LLM endpoint)"
     print(f"models ready in {(loaded - started) * 1000:.0f} ms; answering with: {mode}", file=stream, flush=True)
 
-    utterances = await synthesize_script(synthesizer, script)
+    utterances = await synthesize_script(synthesizer, [line.text for line in lines])
     for i, pcm in enumerate(utterances, 1):
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
     listener = Listener(mic, vad, recognizer, endpointer_config(settings))
     runtime = build_runtime(settings)
-    records = []
+    verdicts: list[Verdict] = []
+    judging: list[asyncio.Task] = []
+    mixer_before = [await runtime.mixer.get()]
+
+    async def judge_turn(record) -> None:
+        # the next line plays only after this one is judged: the mixer state read here is this turn's result
+        try:
+            after = await runtime.mixer.get()
+            line = lines[len(verdicts)] if len(verdicts) < len(lines) else Line(record.text)
+            verdict = judge(line, record, mixer_before[0], after)
+            mixer_before[0] = after
+            verdicts.append(verdict)
+            if json_lines:
+                print(json.dumps({"type": "demo_verdict", **verdict.as_dict()}, ensure_ascii=False), file=stream,
+                      flush=True)
+            else:
+                print_verdict(verdict, stream)
+        finally:
+            mic.next_turn()
 
     def on_turn(record) -> None:
-        records.append(record)
         if json_lines:
             print(json.dumps({"type": "voice_turn", **record.as_audit()}, ensure_ascii=False), file=stream,
                   flush=True)
         else:
             print_timeline(record, stream)
-        mic.next_turn()
+        judging.append(asyncio.create_task(judge_turn(record), name=f"demo:judge-turn{record.turn}"))
 
     loop = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
@@ -160,7 +194,12 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
 
             link = await start_device_link(runtime)
         await loop.run(once=True)
+        await asyncio.gather(*judging)
     finally:
+        for task in judging:
+            task.cancel()
+        if judging:
+            await asyncio.wait(judging)
         if link is not None:
             await link.aclose()
         await listener.aclose()
@@ -169,7 +208,12 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[str] =
         close = getattr(synthesizer, "close", None)
         if close:
             close()
-    heard = sum(1 for r in records if r.text)
-    print(f"\n{heard} of {len(script)} utterances heard and answered; audio in {out_dir}/ "
-          f"(child-N.wav = what the child said, toy-*.wav = what the toy answered)", file=stream)
-    return 0 if records else 1
+    turns = len(verdicts)
+    verdicts += [Verdict(line, None, "no turn came of it") for line in lines[turns:]]
+    if json_lines:
+        print(json.dumps({"type": "demo_summary", "understood": sum(v.understood for v in verdicts),
+                          "utterances": len(verdicts)}), file=stream)
+    else:
+        print(f"\n{summary(verdicts)}\naudio in {out_dir}/ "
+              f"(child-N.wav = what the child said, toy-*.wav = what the toy answered)", file=stream)
+    return 0 if turns else 1

@@ -11,51 +11,39 @@ from typing import Callable
 
 import pytest
 
-from toy_runtime.audio.resample import resample
 from toy_runtime.ports.speech import SynthesizedAudio
 from toy_runtime.testing.services import unavailable
+from toy_runtime.testing.speech import PhraseCache
 
 PHRASE_LEAD_MS = 300  # silence before speech when a test feeds a recognizer directly (what the pre-roll gives)
 
 
 @pytest.fixture(scope="session")
 def voice():
-    """The embedded default voice (joe), with piper's random noise off so test audio is deterministic."""
+    """The embedded default voice (joe), deterministic: the same text always gives the same samples."""
     from toy_runtime.adapters.piper_tts import PiperSynthesizer
 
-    synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
+    synth = PiperSynthesizer(deterministic=True)
     yield synth
     synth.close()
 
 
 @pytest.fixture(scope="session")
-def speak(voice) -> Callable[[str], SynthesizedAudio]:
-    """text → one SynthesizedAudio (all sentences joined, at the voice's rate); cached per text."""
-    cache: dict[str, SynthesizedAudio] = {}
-
-    def _speak(text: str) -> SynthesizedAudio:
-        if text not in cache:
-            pieces = voice.synthesize_blocking(text)
-            cache[text] = SynthesizedAudio(
-                pcm=b"".join(p.pcm for p in pieces), sample_rate_hz=pieces[0].sample_rate_hz, text=text
-            )
-        return cache[text]
-
-    return _speak
+def phrases(voice) -> PhraseCache:
+    """Every test phrase synthesized once per test session."""
+    return PhraseCache(voice)
 
 
 @pytest.fixture(scope="session")
-def speak16k(speak) -> Callable[[str], bytes]:
+def speak(phrases) -> Callable[[str], SynthesizedAudio]:
+    """text → one SynthesizedAudio (all sentences joined, at the voice's rate)."""
+    return phrases.speak
+
+
+@pytest.fixture(scope="session")
+def speak16k(phrases) -> Callable[[str], bytes]:
     """text → 16 kHz PCM of the phrase."""
-    cache: dict[str, bytes] = {}
-
-    def _speak16k(text: str) -> bytes:
-        if text not in cache:
-            audio = speak(text)
-            cache[text] = resample(audio.pcm, audio.sample_rate_hz, 16000)
-        return cache[text]
-
-    return _speak16k
+    return lambda text: phrases.speak_at(text, 16000)
 
 
 @pytest.fixture(scope="session")

@@ -45,10 +45,11 @@ async def listen_while_playing(card, source, recognizer, audio, timeout_s: float
     return events
 
 
-# Through a sound server and its resamplers PocketSphinx's general English model is fragile on some phrases
-# ("turn the volume up" → "turn the ball you up" even with pacat, "play some music" → "place the music", and once
-# in a full suite run "tell me a" → "telomeres"). So the content words must be heard and at most half the words may
-# be wrong; silence, noise or clipped audio still fail.
+# The test voice is deterministic and the player no longer starves (see the next test), so both phrases arrive
+# whole and were heard exactly in 12 of 12 captures with two busy cores. PocketSphinx's general English model is
+# still fragile on some other phrases ("turn the volume up" → "turn the ball you up", "play some music" → "place
+# the music"), and where the VAD starts within the first frame can vary; so one word may slip, the content words
+# may not. The old failure ("tell me as the about it right", silence inserted by a starved player) fails this.
 @pytest.mark.parametrize(
     "phrase,content_words,device_rate",
     [("what is the weather today", {"weather", "today"}, None),
@@ -63,12 +64,50 @@ async def test_capture_from_the_mic_monitor_is_transcribed(sound_card, speak, sp
     events = await listen_while_playing(sound_card, source, sphinx, speak(phrase))
     utt = events[-1]
     assert isinstance(utt, Utterance)
-    assert content_words <= set(utt.text.split()), utt.text
-    assert word_errors(utt.text, phrase) <= len(phrase.split()) // 2, utt.text
+    lost = f"{utt.text!r} (input overflows {source.xruns}, dropped frames {source.overflows})"
+    assert content_words <= set(utt.text.split()), lost
+    assert word_errors(utt.text, phrase) <= 1, lost
     assert source.device_rate_hz == (device_rate or 16000)
     assert source.overflows == 0
     assert utt.started_at < utt.ended_at < utt.endpoint_at <= utt.decided_at + 0.1
     assert utt.asr_final_at >= utt.decided_at
+
+
+def speech_span(pcm: bytes, threshold: int = 300) -> np.ndarray:
+    """The samples from the first to the last one above `threshold` (the silence around varies with scheduling)."""
+    x = np.frombuffer(pcm, dtype="<i2")
+    loud = np.flatnonzero(np.abs(x) > threshold)
+    return x[loud[0] : loud[-1] + 1]
+
+
+async def test_speech_played_to_the_mic_arrives_whole_through_the_48k_path(sound_card, speak):
+    """Nothing is lost or inserted between the test's player and the capture: a starved player once put silence
+    into the middle of the words (then PocketSphinx heard "tell me as the about it right")."""
+    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
+
+    audio = speak("tell me a story about a dragon")
+    expected = speech_span(resample(audio.pcm, audio.sample_rate_hz, 16000))
+    source = SoundDeviceSource("pulse", frame_ms=20, device_rate_hz=48000)
+    await source.start()
+    frames: list[bytes] = []
+
+    async def collect() -> None:
+        async for frame in source:
+            frames.append(frame.pcm)
+
+    collector = asyncio.create_task(collect(), name="test-collect")
+    try:
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(sound_card.play_to_mic, audio.pcm, audio.sample_rate_hz, pad_ms=100)
+        await asyncio.sleep(0.3)
+    finally:
+        await source.aclose()
+        await collector
+    got = speech_span(b"".join(frames))
+    assert source.xruns == 0 and source.overflows == 0
+    assert abs(len(got) - len(expected)) <= 16, (len(got), len(expected))  # a 10 ms gap would add 160
+    n = min(len(got), len(expected))
+    assert np.corrcoef(got[:n].astype(float), expected[:n].astype(float))[0, 1] > 0.98
 
 
 async def test_source_stop_start_and_close_end_iteration(sound_card):
@@ -91,14 +130,17 @@ async def test_playback_is_heard_on_the_speaker_monitor(sound_card, speak, sphin
     from toy_runtime.adapters.sounddevice_io import SoundDeviceSink
 
     audio = speak("tell me a story about a dragon")
-    sink = SoundDeviceSink("pulse", sample_rate_hz=audio.sample_rate_hz)
+    # PortAudio's high latency: this test is about what is played, and with the runtime's low-latency 10 ms
+    # blocks a starved machine underruns (gaps mid-word, "tell me as store read about but i get" with two busy
+    # cores); how fast playback starts and stops is test_flush_cuts_playback_within_a_block's business
+    sink = SoundDeviceSink("pulse", sample_rate_hz=audio.sample_rate_hz, latency="high")
     await sink.start()
     rec = sound_card.start_recording(sample_rate_hz=48000)  # our resampler, not PulseAudio's cheaper default
     try:
         await asyncio.sleep(0.2)
         first = sink.first_sample("answer-1")
         await sink.play(audio.pcm, audio.sample_rate_hz, "answer-1")
-        assert await asyncio.wait_for(first, 2) is not None
+        assert await asyncio.wait_for(first, 30) is not None
         await sink.drain()
         await asyncio.sleep(0.2)
     finally:
@@ -106,9 +148,7 @@ async def test_playback_is_heard_on_the_speaker_monitor(sound_card, speak, sphin
         await sink.aclose()
     x = np.frombuffer(resample(pcm, 48000, 16000), dtype="<i2")
     assert np.abs(x).max() > 3000  # audible
-    loud = np.flatnonzero(np.abs(x) > 300)
-    speech = x[loud[0] : loud[-1] + 1].tobytes()  # the recording's own silence varies with scheduling
-    heard = transcribe(sphinx, speech)
+    heard = transcribe(sphinx, speech_span(x.tobytes()).tobytes())
     assert word_errors(heard, "tell me a story about a dragon") <= 1, heard
 
 
@@ -129,16 +169,18 @@ async def test_flush_cuts_playback_within_a_block(sound_card):
         await asyncio.sleep(0.2)
         first = sink.first_sample("long")
         await sink.play(tone(3000, 22050), 22050, "long")
-        await asyncio.wait_for(first, 2)
+        await asyncio.wait_for(first, 30)
         await asyncio.sleep(0.5)
+        written = 3000 - sink.queued_ms  # handed to the device before the flush (however long the sleep took)
         await sink.flush()
         await asyncio.sleep(0.8)
     finally:
         pcm = rec.stop()
         await sink.aclose()
     heard = loud_ms(pcm)
-    # ~500 ms played before the flush; after it at most one block plus the device buffer, not 2.5 s more.
-    assert 400 <= heard <= 700
+    # What was written before the flush is heard, then at most a block and the device buffer, not the rest.
+    assert written < 2900, written  # something was left to flush
+    assert 300 <= heard <= written + 300, (heard, written)
 
 
 def test_list_devices_shows_the_pulse_device(sound_card):

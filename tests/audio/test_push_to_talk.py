@@ -35,14 +35,14 @@ def test_push_to_talk_session(sound_card, speak, tmp_path):
             assert not audit_records(audit, "voice.session_opened")
             proc.stdin.write("\n")
             proc.stdin.flush()
-            wait_for(lambda: audit_records(audit, "voice.session_opened"), 10, "the session to open", proc)
+            wait_for(lambda: audit_records(audit, "voice.session_opened"), 30, "the session to open", proc)
             time.sleep(0.3)
             sound_card.play_to_mic(early.pcm, early.sample_rate_hz, pad_ms=100)
             turn = wait_for(lambda: audit_records(audit, "voice.turn"), 30, "the turn", proc)[0]
             assert "weather" in turn["text"] and turn["spoken"]
             proc.stdin.write("\n")
             proc.stdin.flush()
-            closed = wait_for(lambda: audit_records(audit, "voice.session_closed"), 10, "the session to close", proc)
+            closed = wait_for(lambda: audit_records(audit, "voice.session_closed"), 30, "the session to close", proc)
             assert closed[0]["reason"] == "closed"
             proc.stdin.close()  # end of input: ptt stops
             proc.wait(timeout=20)

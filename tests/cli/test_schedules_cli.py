@@ -4,8 +4,10 @@ reminders while `chat` runs (a host event, printed as speech — never as user t
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -36,29 +38,63 @@ def test_chat_schedule_then_list_and_cancel(tmp_path):
 def test_reminder_fires_while_chatting(tmp_path):
     import os
 
-    start = (datetime.now(timezone.utc) + timedelta(seconds=3)).replace(microsecond=0)
-    call = {"title": "drink some water", "start_at": start.isoformat(), "timezone": "UTC"}
-    with ScriptedLLMServer([Reply(text="Okay!", tool_calls=[("add_schedule", json.dumps(call))])]) as server:
+    def answer(request):
+        # The reminder time is taken when the model answers, which is after the turn started: however slow the
+        # machine, it can never be "already in the past" for the turn (its request time came first).
+        start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=2)
+        call = {"title": "drink some water", "start_at": start.isoformat(), "timezone": "UTC"}
+        return Reply(text="Okay!", tool_calls=[("add_schedule", json.dumps(call))])
+
+    with ScriptedLLMServer(answer) as server:
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
         environ["TOY_STATE_DIR"] = str(tmp_path)
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mode", "chat_agent_tools",
                                  "--llm-base-url", server.url], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=environ)
+        output = LineReader(proc.stdout)
         try:
             proc.stdin.write("remind me to drink some water in a moment\n")
             proc.stdin.flush()
-            lines, deadline = [], time.monotonic() + 20
-            while time.monotonic() < deadline:
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                lines.append(json.loads(line))
-                if any(l.get("kind") == "reminder" for l in lines):
-                    break
+            # Wait for the reminder itself (an event), not for a wall-clock moment; the bound only stops a broken
+            # runtime from hanging the suite.
+            lines = output.until(lambda line: line.get("kind") == "reminder", timeout_s=120)
         finally:
             proc.stdin.close()
-            proc.wait(timeout=20)
-    reminders = [l for l in lines if l.get("kind") == "reminder"]
-    assert reminders and "drink some water" in reminders[0]["text"]
+            proc.wait(timeout=60)
+            errors = proc.stderr.read()
+            proc.stderr.close()
+    reminders = [line for line in lines if line.get("kind") == "reminder"]
+    assert reminders and "drink some water" in reminders[0]["text"], (lines, errors)
+    scheduled = [line for line in lines if line.get("type") == "event"]
+    assert scheduled and scheduled[0]["status"] == "succeeded", (lines, errors)
     assert len(server.requests) == 1  # the reminder did not become a user turn
-    assert proc.returncode == 0
+    assert proc.returncode == 0, errors
+
+
+class LineReader:
+    """JSON lines of a subprocess's stdout, read on a thread so that waiting for one can time out."""
+
+    def __init__(self, stream) -> None:
+        self._lines: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), name="stdout-reader", daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self._lines.put(json.loads(line))
+        self._lines.put(None)  # end of output
+
+    def until(self, done, *, timeout_s: float) -> list[dict]:
+        """Lines up to and including the first for which `done(line)` is true (or all, if output ends first)."""
+        lines: list[dict] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"nothing matched within {timeout_s} s; got {lines}") from None
+            if line is None:
+                return lines
+            lines.append(line)
+            if done(line):
+                return lines

@@ -189,20 +189,12 @@ def rig() -> Iterator[Rig]:
 
 @pytest.fixture(scope="package")
 def speak() -> Iterator[Callable[[str], SynthesizedAudio]]:
-    """text → piper speech (the bundled voice, deterministic), cached per text."""
+    """text → piper speech (the bundled voice, deterministic), synthesized once per text."""
     from toy_runtime.adapters.piper_tts import PiperSynthesizer
+    from toy_runtime.testing.speech import PhraseCache
 
-    synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
-    cache: dict[str, SynthesizedAudio] = {}
-
-    def _speak(text: str) -> SynthesizedAudio:
-        if text not in cache:
-            pieces = synth.synthesize_blocking(text)
-            cache[text] = SynthesizedAudio(pcm=b"".join(p.pcm for p in pieces),
-                                           sample_rate_hz=pieces[0].sample_rate_hz, text=text)
-        return cache[text]
-
+    synth = PiperSynthesizer(deterministic=True)
     try:
-        yield _speak
+        yield PhraseCache(synth).speak
     finally:
         synth.close()

@@ -36,16 +36,14 @@ async def test_independent_events_overlap_in_time(recorder, context):
     b = make_definition("test.beta", "beta", recorder.handler("b", delay=0.2))
     c = make_definition("test.gamma", "gamma", recorder.handler("c", delay=0.2), read_only=True)
     kernel = kernel_for(a, b, c)
-    started = time.perf_counter()
     outcome = await kernel.run_batch(batch(req("test.alpha", args={"n": 1}), req("test.beta", args={"n": 2}),
                                            req("test.gamma", args={"n": 3})), context)
-    elapsed = time.perf_counter() - started
     assert [r.status for r in outcome.results] == [EventStatus.SUCCEEDED] * 3
     spans = [(s, e) for _, _, s, e in recorder.calls]
     latest_start = max(s for s, _ in spans)
     earliest_end = min(e for _, e in spans)
+    # overlap, not elapsed time, is the proof: a busy machine may stretch the batch past 0.6 s in any case
     assert latest_start < earliest_end, "the three handlers did not overlap"
-    assert elapsed < 0.55  # serial would be ≥ 0.6 s
 
 
 async def test_results_keep_input_order(recorder, context):

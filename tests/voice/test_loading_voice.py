@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 
 import pytest
 
 from toy_runtime.audio.loading_voice import LoadingSynthesizer
 from toy_runtime.fakes.audio import ToneTTS
+from toy_runtime.ports.clock import ManualClock
 from toy_runtime.ports.speech import SpeechEngineError, SpeechSynthesizer
+
+
+class WatchedClock(ManualClock):
+    """A manual clock that says when it was first read: LoadingSynthesizer reads it as it starts to wait."""
+
+    def __init__(self) -> None:
+        super().__init__(datetime(2026, 1, 1, tzinfo=timezone.utc), monotonic=100.0)
+        self.read = asyncio.Event()
+
+    def monotonic(self) -> float:
+        self.read.set()
+        return super().monotonic()
 
 
 class ClosableTTS(ToneTTS):
@@ -25,15 +39,18 @@ async def pieces(synth, text: str) -> list[str]:
 async def test_a_call_before_the_voice_is_loaded_waits_and_reports_the_wait():
     loaded: asyncio.Future = asyncio.get_running_loop().create_future()
     waits: list[float] = []
-    synth = LoadingSynthesizer(loaded, expected_rate_hz=22050, on_wait=waits.append)
+    clock = WatchedClock()
+    synth = LoadingSynthesizer(loaded, expected_rate_hz=22050, on_wait=waits.append, clock=clock.monotonic)
     assert isinstance(synth, SpeechSynthesizer) and synth.engine is None and synth.sample_rate_hz == 22050
     speaking = asyncio.create_task(pieces(synth, "Hello there. How are you?"))
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(clock.read.wait(), 10)  # it started waiting for the voice
+    await asyncio.sleep(0)
     assert not speaking.done()  # nothing is skipped: it waits
+    clock.advance(0.25)
     engine = ToneTTS(sample_rate_hz=16000, ms_per_char=1.0)
     loaded.set_result(engine)
     assert await speaking == ["Hello there.", "How are you?"]
-    assert len(waits) == 1 and waits[0] >= 90
+    assert waits == [250.0]
     assert synth.engine is engine and synth.sample_rate_hz == 16000
     assert await pieces(synth, "Again.") == ["Again."] and len(waits) == 1  # loaded: no more waiting
 
@@ -104,20 +121,23 @@ async def test_a_voice_loop_turn_waits_for_a_late_voice_and_is_spoken(tmp_path):
     with ScriptedLLMServer([Reply(text="I am here now.")]) as llm:
         rig = Rig(tmp_path, llm.url)
         loaded: asyncio.Future = asyncio.get_running_loop().create_future()
-        rig.loop.synthesizer = LoadingSynthesizer(loaded, on_wait=lambda ms: rig.audit.record("waited", ms=ms))
-        await rig.runtime.chat_client.warm()  # the SDK import must not hide the wait for the voice
+        clock = WatchedClock()
+        rig.loop.synthesizer = LoadingSynthesizer(loaded, on_wait=lambda ms: rig.audit.record("waited", ms=ms),
+                                                  clock=clock.monotonic)
+        turned = asyncio.Event()
+        rig.loop.on_turn = lambda record: turned.set()
         runner = asyncio.create_task(rig.loop.run(once=True))
         await rig.mic.put(utterance("are you there"))
-        await asyncio.sleep(0.3)
+        # the answer reached the voice and waits for it (an event, however long the turn took to get there)
+        await asyncio.wait_for(clock.read.wait(), 60)
+        assert not rig.sinks or not rig.sinks[0].chunks  # nothing was played without the voice
+        clock.advance(0.25)
         engine = ToneTTS(ms_per_char=2.0)
         loaded.set_result(engine)
-        for _ in range(200):
-            if rig.loop.records:
-                break
-            await asyncio.sleep(0.02)
+        await asyncio.wait_for(turned.wait(), 60)
         rig.loop.post(Stop())
-        await asyncio.wait_for(runner, 10)
+        await asyncio.wait_for(runner, 60)
         await rig.close()
     assert engine.texts == ["I am here now."]
     assert rig.sinks and rig.sinks[0].chunks  # it was played
-    assert rig.audit.of("waited")[0]["ms"] >= 100
+    assert [r["ms"] for r in rig.audit.of("waited")] == [250.0]

@@ -35,7 +35,10 @@ def default_voice_paths() -> tuple[Path, Path]:
 class PiperSynthesizer:
     """SpeechSynthesizer over `piper.PiperVoice`.
 
-    `length_scale` etc. go to piper's SynthesisConfig (None: the voice's defaults). `trim_threshold` is the
+    `length_scale` etc. go to piper's SynthesisConfig (None: the voice's defaults). `deterministic` turns piper's
+    sampling noise off (noise scales 0 unless given): one text then always gives the same samples, byte for byte,
+    whatever the thread count; tests and the demo need that, a toy sounds a little livelier without it.
+    `trim_threshold` is the
     absolute int16 level that counts as sound; `trim_keep_ms` of lead-in is kept so onsets are not clipped.
     `memory_arena` (off by default, to keep RSS down), `threads` and `full_graph_optimization` (off: faster load)
     are onnxruntime session options.
@@ -55,6 +58,7 @@ class PiperSynthesizer:
         length_scale: float | None = None,
         noise_scale: float | None = None,
         noise_w_scale: float | None = None,
+        deterministic: bool = False,
         speaker_id: int | None = None,
         volume: float = 1.0,
         memory_arena: bool = False,
@@ -92,6 +96,11 @@ class PiperSynthesizer:
             self._voice: Any = PiperVoice(config=config, session=session)
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
+        if deterministic:
+            # piper draws random noise for the voice (noise_scale) and the phoneme durations (noise_w_scale) on
+            # every call; with both at 0 its output depends on the text alone
+            noise_scale = 0.0 if noise_scale is None else noise_scale
+            noise_w_scale = 0.0 if noise_w_scale is None else noise_w_scale
         self._syn_config = SynthesisConfig(
             speaker_id=speaker_id,
             length_scale=length_scale,

@@ -262,16 +262,20 @@ class VirtualSoundCard:
 
     # -- audio in and out --------------------------------------------------------------------------------
 
-    def play_to_mic(self, pcm: bytes, sample_rate_hz: int, *, pad_ms: int = 50, wait: bool = True
-                    ) -> subprocess.Popen:
+    def play_to_mic(self, pcm: bytes, sample_rate_hz: int, *, pad_ms: int = 50, wait: bool = True,
+                    buffer_ms: int = 500) -> subprocess.Popen:
         """Play int16 mono PCM into the "mic" sink (heard on mic.monitor), padded with silence both ends.
 
-        With `wait=True` returns after pacat has drained (the audio has been rendered).
+        With `wait=True` returns after pacat has drained (the audio has been rendered). `buffer_ms` is how much
+        audio PulseAudio holds for pacat ahead of playback.
         """
         pad = b"\0" * (sample_rate_hz * pad_ms // 1000 * 2)
         proc = subprocess.Popen(
             ["pacat", "--playback", f"--device={MIC_SINK}", "--raw", "--format=s16le", "--channels=1",
-             f"--rate={sample_rate_hz}", "--latency-msec=20"],
+             # A deep buffer: with 20 ms, pacat starved under CPU load and the sink played silence into the middle
+             # of the words (a 1.63 s phrase captured 20-60 ms longer, correlation 0.6 with the original, and
+             # misrecognised); with 300 ms every capture matched the original, also with two busy cores (measured).
+             f"--rate={sample_rate_hz}", f"--latency-msec={buffer_ms}"],
             env=self.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE if wait else subprocess.DEVNULL,
         )
