@@ -112,7 +112,8 @@ class _StampedReplies:
 
 
 def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig) -> dict[str, str]:
-    env = dict(os.environ)
+    # the user's own TOY_* / OPENAI_* settings would change what is measured
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
     env.update(card.runtime_env)
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
