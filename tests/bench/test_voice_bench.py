@@ -76,6 +76,11 @@ def test_the_lines_add_up_to_the_heard_total_and_the_unseen_part_splits_on_the_a
     assert row.lines["output"] == pytest.approx(50)
     assert row.lines["tts_first_chunk"] == pytest.approx(97)
     assert sum(row.lines.values()) == pytest.approx(row.heard_v2v_ms)
+    # the VAD's overhang, measured offline, comes out of the capture side as its own line
+    split = breakdown(1, heard, logged_turn(**WATERFALL), recording_t0=t0, first_token_sent=sent, ttft_ms=0.0,
+                      hangover_ms=200, vad_tail_ms=100.0)
+    assert (split.lines["vad_overhang"], split.lines["capture"]) == (pytest.approx(100), pytest.approx(20))
+    assert sum(split.lines.values()) == pytest.approx(split.heard_v2v_ms)
 
 
 def test_without_an_anchor_the_unseen_part_stays_whole_and_missing_turns_are_named():

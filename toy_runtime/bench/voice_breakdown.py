@@ -6,13 +6,16 @@ the first token). The runtime's milestones are placed on the recording by one sh
 which the runtime logs (ASR final + client TTFT) and the bench timestamps when the scripted server sends it. With the
 recording's first frame also on CLOCK_MONOTONIC (`ProbeRecording.first_frame_monotonic`), the heard total splits into
 
-    capture buffering   heard end of speech → the runtime's end of speech (frame processing − hangover; includes the
-                        VAD's and the level threshold's different ideas of where speech ends)
+    VAD overhang        heard end of speech → the VAD's last speech frame (the WebRTC VAD's built-in overhang and
+                        the quiet tail it still calls speech; measured offline on the played audio)
+    capture buffering   → the runtime's end of speech (closing frame processed − hangover): device and frame
+                        buffering up to the listener
     endpoint … playback queue   the runtime's own waterfall
     output buffering    the runtime hands the first sample to PortAudio → the reply is heard
 
-and the lines add up to the heard total by construction. Capture + output = "unseen by the runtime" = heard −
-runtime-logged v2v, which needs no anchor at all; only its split does (good to a few ms: the probe's own latency).
+and the lines add up to the heard total by construction. Overhang + capture + output = "unseen by the runtime" =
+heard − runtime-logged v2v, which needs no anchor at all; only its split does (good to a few ms: the probe's own
+latency, and the runtime counts its first token from the request start, a little after the hand-off).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = ["LINES", "TurnBreakdown", "breakdown", "summarize_turns"]
 
 # (key, label) of each breakdown line, in pipeline order.
 LINES: tuple[tuple[str, str], ...] = (
+    ("vad_overhang", "VAD overhang (speech still reported after the level end)"),
     ("capture", "capture buffering"),
     ("endpoint", "endpoint (VAD hangover)"),
     ("asr_final", "ASR final"),
@@ -77,9 +81,12 @@ def _r(value: float | None) -> float | None:
 
 
 def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t0: float | None,
-              first_token_sent: float | None, ttft_ms: float, hangover_ms: float) -> TurnBreakdown:
+              first_token_sent: float | None, ttft_ms: float, hangover_ms: float,
+              vad_tail_ms: float | None = None) -> TurnBreakdown:
     """Break one turn down. `recording_t0` / `first_token_sent` are CLOCK_MONOTONIC seconds (None: no split of
-    the unseen part into capture and output)."""
+    the unseen part into capture and output). `vad_tail_ms`: how long after the level end the runtime's VAD still
+    reports speech for this utterance (measured offline, `utterances.vad_tail_ms`); it is taken out of the capture
+    side as its own line."""
     heard_ms = heard.v2v_ms
     out = TurnBreakdown(turn=number, text=logged.text if logged else "", heard_v2v_ms=heard_ms,
                         logged_v2v_ms=logged.voice_to_voice_ms if logged else None,
@@ -94,7 +101,7 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
         a = 0.0 if start is None else m.get(start)
         b = m.get(end)
         out.lines[key] = None if a is None or b is None else b - a
-    out.lines["capture"] = out.lines["output"] = None
+    out.lines["vad_overhang"] = out.lines["capture"] = out.lines["output"] = None
     anchor = m.get("first_token")
     if None in (heard.speech_end_s, heard.reply_onset_s, recording_t0, first_token_sent, anchor) \
             or "first_audio" not in m:
@@ -102,7 +109,9 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
     eos_runtime = first_token_sent - anchor / 1000.0  # the runtime's end of speech on CLOCK_MONOTONIC
     heard_end = recording_t0 + heard.speech_end_s
     heard_reply = recording_t0 + heard.reply_onset_s
-    out.lines["capture"] = (eos_runtime - heard_end) * 1000.0
+    overhang = vad_tail_ms or 0.0
+    out.lines["vad_overhang"] = overhang
+    out.lines["capture"] = (eos_runtime - heard_end) * 1000.0 - overhang
     out.lines["output"] = (heard_reply - (eos_runtime + m["first_audio"] / 1000.0)) * 1000.0
     return out
 

@@ -43,7 +43,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for key, label in LINES:
-        suffix = " — unseen by the runtime" if key in ("capture", "output") else ""
+        suffix = " — unseen by the runtime" if key in ("vad_overhang", "capture", "output") else ""
         out.append(_row(label + suffix, summary["lines_ms"][key]))
     out.append(_row("sum of the lines", summary["line_sum_ms"]))
     out += ["", "Per turn (ms):", "",

@@ -10,7 +10,6 @@ total is broken down against the runtime's own waterfall (`voice_breakdown.py`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -18,7 +17,6 @@ import sys
 import tempfile
 import threading
 import time
-import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -28,9 +26,10 @@ from ..testing.pulse import VirtualSoundCard, start_probe
 from ..testing.scripted_llm import Reply, ScriptedLLMServer
 from ..testing.services import audit_records
 from .heard import find_turn, levels_of, split_probe
+from .utterances import utterance, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
 
-__all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench", "utterance"]
+__all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench"]
 
 PHRASES = (
     "what is the weather today", "play some music", "tell me a story", "what time is it",
@@ -47,6 +46,8 @@ class VoiceBenchConfig:
     turns: int = 12
     ttft_ms: float = 0.0
     hangover_ms: int = 200
+    vad_aggressiveness: int = 2  # given to the runtime, and used to measure the VAD overhang offline
+    frame_ms: int = 20  # the runtime's default audio.frame_ms (not passed: TOY_AUDIO__FRAME_MS=20 is refused today)
     threshold_db: float = -50.0  # level of "sound"; raised to noise floor + margin_db if the floor is higher
     margin_db: float = 20.0
     reply_text: str = REPLY_TEXT
@@ -58,29 +59,6 @@ class VoiceBenchConfig:
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                             / "toy-runtime" / "bench-voice")
     extra_env: dict[str, str] = field(default_factory=dict)
-
-
-def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
-    """int16 mono PCM and rate of `text` in the default voice, noise off (deterministic); cached as WAV."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_dir / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.wav"
-    if not path.exists():
-        from ..adapters.piper_tts import PiperSynthesizer
-
-        synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
-        try:
-            pieces = synth.synthesize_blocking(text)
-        finally:
-            synth.close()
-        tmp = path.with_suffix(".tmp")
-        with wave.open(str(tmp), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(pieces[0].sample_rate_hz)
-            w.writeframes(b"".join(p.pcm for p in pieces))
-        tmp.replace(path)
-    with wave.open(str(path), "rb") as w:
-        return w.readframes(w.getnframes()), w.getframerate()
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -117,7 +95,8 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
     env.update(card.runtime_env)
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
-                "TOY_VAD__HANGOVER_MS": str(config.hangover_ms)})
+                "TOY_VAD__HANGOVER_MS": str(config.hangover_ms),
+                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
     if not config.events:
         env["TOY_EVENTS__ENABLED"] = "[]"
     env.update(config.extra_env)
@@ -128,12 +107,19 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
                     ) -> dict[str, Any]:
     """Run the bench once and return the summary (see `voice_breakdown.summarize_turns`)."""
     audio = [utterance(config.phrases[i % len(config.phrases)], config.cache_dir) for i in range(config.turns)]
+    tails = {}
+    for pcm, rate in audio:
+        if pcm not in tails:
+            tails[pcm] = vad_tail_ms(pcm, rate, config.threshold_db, aggressiveness=config.vad_aggressiveness,
+                                     frame_ms=config.frame_ms)
+    vad_tails = [tails[pcm] for pcm, _ in audio]
     state = Path(tempfile.mkdtemp(prefix="bench-voice-"))
     audit = state / "audit.jsonl"
     stamps = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
     plays: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
+                            "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
                             "events": config.events, "reply_text": config.reply_text}
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
@@ -145,7 +131,8 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
         try:
             while not audit_records(audit, "runtime.warm"):
                 if time.monotonic() - started > config.load_timeout_s or proc.poll() is not None:
-                    raise RuntimeError(f"runtime did not finish loading:\n{stderr_path.read_text()[-2000:]}")
+                    raise RuntimeError(f"runtime did not finish loading (exit {proc.poll()}):\n"
+                                       f"{stderr_path.read_text()[-2000:]}")
                 time.sleep(0.05)
             meta["loaded_s"] = round(time.monotonic() - started, 2)
             meta["rss_loaded_mb"] = _rss_mb(proc.pid)
@@ -175,12 +162,12 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
     stderr_text = stderr_path.read_text(errors="replace")
     meta["stderr_underrun_lines"] = sum("underrun" in line for line in stderr_text.splitlines())
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
-    return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps)
+    return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
 
 
 def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recording_t0: float | None,
              plays: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
-             stamps: _StampedReplies) -> dict[str, Any]:
+             stamps: _StampedReplies, vad_tails: list[float | None]) -> dict[str, Any]:
     mic_pcm, speaker_pcm = split_probe(pcm)
     rate = 16000
     mic, speaker = levels_of(mic_pcm, rate), levels_of(speaker_pcm, rate)
@@ -198,5 +185,5 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
         arrival = stamps.first_after(start_mono, plays[i + 1][1] if i + 1 < len(plays) else None)
         sent = None if arrival is None else arrival + config.ttft_ms / 1000.0
         rows.append(breakdown(i + 1, heard, logged, recording_t0=recording_t0, first_token_sent=sent,
-                              ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms))
+                              ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms, vad_tail_ms=vad_tails[i]))
     return summarize_turns(rows, meta)
