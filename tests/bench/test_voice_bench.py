@@ -92,7 +92,12 @@ def test_without_an_anchor_the_unseen_part_stays_whole_and_missing_turns_are_nam
                      hangover_ms=200).problem == "no voice.turn record"
     assert breakdown(3, HeardTurn(1.0, 2.0, None), logged_turn(**WATERFALL), recording_t0=None,
                      first_token_sent=None, ttft_ms=0.0, hangover_ms=200).problem == "no reply heard"
-    summary = summarize_turns([row], {"ttft_ms": 0.0, "hangover_ms": 200, "events": True})
+    # the runtime's own figure longer than what was heard: it ended the utterance before the user stopped
+    cut = breakdown(4, HeardTurn(1.0, 2.0, 2.3), logged_turn(**WATERFALL), recording_t0=None, first_token_sent=None,
+                    ttft_ms=0.0, hangover_ms=200)
+    assert cut.problem.startswith("false cut")
+    summary = summarize_turns([row, cut], {"ttft_ms": 0.0, "hangover_ms": 200, "events": True})
+    assert summary["false_cuts"] == 1 and summary["turns_measured"] == 1
     assert summary["unseen_ms"]["p50"] == pytest.approx(170) and summary["line_sum_ms"]["n"] == 0
     assert "| capture buffering — unseen by the runtime | – | – | 0 |" in markdown(summary)
 
@@ -114,7 +119,9 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
     from toy_runtime.bench.voice_report import write_voice_report
     from toy_runtime.bench.voice_run import VoiceBenchConfig, run_voice_bench
 
-    summary = run_voice_bench(VoiceBenchConfig(turns=2, cache_dir=tmp_path / "cache"))
+    # phrases without a mid-sentence pause: a loaded machine must not turn the run into false cuts
+    summary = run_voice_bench(VoiceBenchConfig(turns=2, phrases=("play some music", "can you sing a song"),
+                                               cache_dir=tmp_path / "cache"))
     paths = write_voice_report(tmp_path / "out", summary)
     assert summary["turns_attempted"] == 2
     assert summary["turns_measured"] >= 1, summary["turns"]

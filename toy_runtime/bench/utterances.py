@@ -2,7 +2,7 @@
 thinks each one ends.
 
 The WebRTC VAD keeps reporting speech for a while after speech stops (its own "overhang", a few frames, inside the
-library), and piper ends every utterance with 100–200 ms fading from about −60 to −96 dBFS, which a level threshold
+library; longer once it has adapted to speech), and piper ends every utterance with 100–200 ms fading from about −60 to −96 dBFS, which a level threshold
 calls silence. Together the runtime's end of speech — where its hangover starts — falls about 110 ms after the
 audible end (the default phrases, aggressiveness 2, 20 ms frames; cutting piper's tail to digital silence removes
 only ~7 ms of it, so most is the VAD's overhang). `vad_tail_ms` measures it offline on the very audio played, with the
@@ -66,7 +66,10 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
     vad = WebRtcVad(aggressiveness)
     n = 16000 * frame_ms // 1000
     tails = []
-    for shift in range(0, n, n // 10):
+    # The WebRTC VAD adapts to what it has heard: fresh, it stops at the audible end (about −60 dBFS); once it has
+    # heard speech — as the runtime's long-running VAD has — it carries on through piper's quiet tail and a few
+    # frames of its own overhang. The first (untimed) pass puts it in that steady state.
+    for shift in [0, *range(0, n, n // 10)]:
         lead = 16000 * lead_ms // 1000 + shift
         y = np.concatenate([np.zeros(lead, np.int16), x16, np.zeros(16000 // 2, np.int16)])
         last = None
@@ -75,4 +78,5 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
                 last = (i + n) / 16000
         if last is not None:
             tails.append((last - lead / 16000 - end) * 1000.0)
+    tails = tails[1:]  # the warm-up pass
     return float(np.mean(tails)) if tails else None

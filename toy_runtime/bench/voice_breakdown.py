@@ -96,6 +96,10 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
     if logged is None:
         out.problem = out.problem or "no voice.turn record"
         return out
+    if out.unseen_ms is not None and out.unseen_ms < 0:
+        # the reply was heard sooner after the user's end than the runtime's own figure: the runtime ended the
+        # utterance before the user stopped (a pause cut it; its ASR text is short). Not a latency sample.
+        out.problem = "false cut: the runtime ended the utterance before the user stopped"
     m = logged.milestones
     for key, (start, end) in _INSIDE.items():
         a = 0.0 if start is None else m.get(start)
@@ -132,6 +136,7 @@ def summarize_turns(turns: Sequence[TurnBreakdown], meta: Mapping[str, Any]) -> 
         "meta": dict(meta),
         "turns_attempted": len(turns),
         "turns_measured": len(complete),
+        "false_cuts": sum(1 for t in turns if t.problem and t.problem.startswith("false cut")),
         "heard_v2v_ms": _dist([t.heard_v2v_ms for t in complete]),
         "added_ms": _dist([t.added_ms for t in complete]),
         "logged_v2v_ms": _dist([t.logged_v2v_ms for t in complete]),

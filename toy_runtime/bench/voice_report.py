@@ -28,7 +28,9 @@ def markdown(summary: Mapping[str, Any]) -> str:
         "",
         f"`toy-runtime run` on the virtual sound card; scripted LLM TTFT {meta['ttft_ms']:.0f} ms, VAD hangover "
         f"{meta['hangover_ms']} ms, events {'on' if meta['events'] else 'off'}; "
-        f"{summary['turns_measured']} of {summary['turns_attempted']} turns measured.",
+        f"{summary['turns_measured']} of {summary['turns_attempted']} turns measured"
+        + (f" ({summary['false_cuts']} cut short by the runtime: not latency samples)." if summary["false_cuts"]
+           else "."),
         "",
         "| ms | p50 | p90 | n |",
         "|---|---|---|---|",
