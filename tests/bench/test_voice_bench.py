@@ -92,12 +92,13 @@ def test_without_an_anchor_the_unseen_part_stays_whole_and_missing_turns_are_nam
                      hangover_ms=200).problem == "no voice.turn record"
     assert breakdown(3, HeardTurn(1.0, 2.0, None), logged_turn(**WATERFALL), recording_t0=None,
                      first_token_sent=None, ttft_ms=0.0, hangover_ms=200).problem == "no reply heard"
-    # the runtime's own figure longer than what was heard: it ended the utterance before the user stopped
-    cut = breakdown(4, HeardTurn(1.0, 2.0, 2.3), logged_turn(**WATERFALL), recording_t0=None, first_token_sent=None,
-                    ttft_ms=0.0, hangover_ms=200)
-    assert cut.problem.startswith("false cut")
-    summary = summarize_turns([row, cut], {"ttft_ms": 0.0, "hangover_ms": 200, "events": True})
-    assert summary["false_cuts"] == 1 and summary["turns_measured"] == 1
+    # the runtime's own figure longer than what was heard: its end of speech came before the user stopped
+    early = breakdown(4, HeardTurn(1.0, 2.0, 2.3), logged_turn(**WATERFALL), recording_t0=None,
+                      first_token_sent=None, ttft_ms=0.0, hangover_ms=200)
+    assert early.early_end and early.problem is None
+    summary = summarize_turns([row, early], {"ttft_ms": 0.0, "hangover_ms": 200, "events": True})
+    assert summary["early_ends"] == 1 and summary["turns_measured"] == 2
+    assert summary["heard_v2v_ms"]["n"] == 2 and summary["unseen_ms"]["n"] == 1  # the wait counts, the split not
     assert summary["unseen_ms"]["p50"] == pytest.approx(170) and summary["line_sum_ms"]["n"] == 0
     assert "| capture buffering — unseen by the runtime | – | – | 0 |" in markdown(summary)
 
@@ -125,9 +126,9 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
     paths = write_voice_report(tmp_path / "out", summary)
     assert summary["turns_attempted"] == 2
     assert summary["turns_measured"] >= 1, summary["turns"]
-    for t in summary["turns"]:
-        if t["problem"] is not None:
-            continue
+    comparable = [t for t in summary["turns"] if t["problem"] is None and not t["early_end"]]
+    assert comparable, summary["turns"]
+    for t in comparable:
         lines = t["lines_ms"]
         assert all(lines[k] is not None for k, _ in LINES), lines
         # ordering: heard total ≥ the runtime's own figure ≥ its hangover; every inside stage non-negative
@@ -135,8 +136,6 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
         assert t["logged_v2v_ms"] >= lines["endpoint"] > 0
         assert all(lines[k] >= 0 for k in ("asr_final", "first_token", "first_clause", "tts_first_chunk",
                                             "playback_queue"))
-        assert t["unseen_ms"] > 0  # the device's buffers exist: the runtime cannot see everything
         assert sum(lines.values()) == pytest.approx(t["heard_v2v_ms"], abs=1.0)
         assert t["text"]  # the runtime heard words
-    assert summary["heard_v2v_ms"]["p50"] >= summary["logged_v2v_ms"]["p50"]
     assert paths["json"].exists() and "heard v2v" in paths["markdown"].read_text()

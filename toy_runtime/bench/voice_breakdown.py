@@ -61,7 +61,8 @@ class TurnBreakdown:
     logged_v2v_ms: float | None
     added_ms: float | None  # heard − configured TTFT − hangover
     lines: dict[str, float | None] = field(default_factory=dict)
-    problem: str | None = None
+    problem: str | None = None  # the turn could not be measured
+    early_end: bool = False  # the runtime's end of speech came before the user stopped
 
     @property
     def unseen_ms(self) -> float | None:
@@ -73,7 +74,8 @@ class TurnBreakdown:
     def as_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "text": self.text, "heard_v2v_ms": _r(self.heard_v2v_ms),
                 "logged_v2v_ms": _r(self.logged_v2v_ms), "unseen_ms": _r(self.unseen_ms), "added_ms": _r(self.added_ms),
-                "lines_ms": {k: _r(v) for k, v in self.lines.items()}, "problem": self.problem}
+                "lines_ms": {k: _r(v) for k, v in self.lines.items()}, "problem": self.problem,
+                "early_end": self.early_end}
 
 
 def _r(value: float | None) -> float | None:
@@ -97,9 +99,10 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
         out.problem = out.problem or "no voice.turn record"
         return out
     if out.unseen_ms is not None and out.unseen_ms < 0:
-        # the reply was heard sooner after the user's end than the runtime's own figure: the runtime ended the
-        # utterance before the user stopped (a pause cut it; its ASR text is short). Not a latency sample.
-        out.problem = "false cut: the runtime ended the utterance before the user stopped"
+        # the runtime's own figure is longer than what was heard: its end of speech came before the user stopped
+        # (the VAD missed the last quiet words, or a pause cut the utterance). The wait heard is real; the
+        # runtime's figure and the split are not comparable for this turn.
+        out.early_end = True
     m = logged.milestones
     for key, (start, end) in _INSIDE.items():
         a = 0.0 if start is None else m.get(start)
@@ -127,18 +130,20 @@ def _dist(values: Sequence[float | None]) -> dict[str, float | int | None]:
 
 
 def summarize_turns(turns: Sequence[TurnBreakdown], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The report's numbers: p50/p90 of the heard v2v, added, the runtime's own v2v, the unseen part and every
-    line; the per-turn rows; and `meta` (conditions, thresholds, machine notes)."""
-    complete = [t for t in turns if t.problem is None]
+    """The report's numbers: p50/p90 of the heard v2v and added over every measured turn; of the runtime's own
+    v2v, the unseen part and every line over the turns whose runtime end of speech did not come early; the per-turn
+    rows; and `meta` (conditions, thresholds, machine notes)."""
+    heard = [t for t in turns if t.problem is None]
+    complete = [t for t in heard if not t.early_end]  # the runtime's figure and the split are comparable
     line_sum = [sum(v for v in t.lines.values() if v is not None) for t in complete
                 if all(t.lines.get(k) is not None for k, _ in LINES)]
     return {
         "meta": dict(meta),
         "turns_attempted": len(turns),
-        "turns_measured": len(complete),
-        "false_cuts": sum(1 for t in turns if t.problem and t.problem.startswith("false cut")),
-        "heard_v2v_ms": _dist([t.heard_v2v_ms for t in complete]),
-        "added_ms": _dist([t.added_ms for t in complete]),
+        "turns_measured": len(heard),
+        "early_ends": len(heard) - len(complete),
+        "heard_v2v_ms": _dist([t.heard_v2v_ms for t in heard]),
+        "added_ms": _dist([t.added_ms for t in heard]),
         "logged_v2v_ms": _dist([t.logged_v2v_ms for t in complete]),
         "unseen_ms": _dist([t.unseen_ms for t in complete]),
         "lines_ms": {key: _dist([t.lines.get(key) for t in complete]) for key, _ in LINES},

@@ -29,8 +29,9 @@ def markdown(summary: Mapping[str, Any]) -> str:
         f"`toy-runtime run` on the virtual sound card; scripted LLM TTFT {meta['ttft_ms']:.0f} ms, VAD hangover "
         f"{meta['hangover_ms']} ms, events {'on' if meta['events'] else 'off'}; "
         f"{summary['turns_measured']} of {summary['turns_attempted']} turns measured"
-        + (f" ({summary['false_cuts']} cut short by the runtime: not latency samples)." if summary["false_cuts"]
-           else "."),
+        + (f"; in {summary['early_ends']} the runtime's end of speech came before the user stopped (VAD missed the"
+           " last words, or a pause cut the utterance): heard and added include them, the other rows do not."
+           if summary["early_ends"] else "."),
         "",
         "| ms | p50 | p90 | n |",
         "|---|---|---|---|",
@@ -53,7 +54,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
             "|" + "---|" * (5 + len(LINES))]
     for t in summary["turns"]:
         cells = [t["heard_v2v_ms"], t["logged_v2v_ms"], t["unseen_ms"], *(t["lines_ms"].get(k) for k, _ in LINES)]
-        text = t["problem"] or t["text"]
+        text = t["problem"] or (t["text"] + (" (runtime's end of speech early)" if t["early_end"] else ""))
         out.append(f"| {t['turn']} | " + " | ".join("–" if c is None else f"{c:.0f}" for c in cells)
                    + f" | {text} |")
     out += ["", "Conditions: " + ", ".join(f"{k}={v}" for k, v in meta.items()), ""]
