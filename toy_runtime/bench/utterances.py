@@ -1,12 +1,12 @@
 """The bench's user utterances: deterministic piper speech (noise off), cached as WAV, and where the runtime's VAD
 thinks each one ends.
 
-The WebRTC VAD keeps reporting speech for a while after speech stops (its own "overhang", a few frames, inside the
-library; longer once it has adapted to speech), and piper ends every utterance with 100–200 ms fading from about −60 to −96 dBFS, which a level threshold
-calls silence. Together the runtime's end of speech — where its hangover starts — falls about 110 ms after the
-audible end (the default phrases, aggressiveness 2, 20 ms frames; cutting piper's tail to digital silence removes
-only ~7 ms of it, so most is the VAD's overhang). `vad_tail_ms` measures it offline on the very audio played, with the
-runtime's own VAD adapter, so the bench can show it as its own line.
+The WebRTC VAD keeps reporting speech for a while after speech stops: a few frames of its own overhang, more
+once it has adapted to speech, through piper's 100–200 ms tail fading from about −60 to −96 dBFS, which a level
+threshold calls silence. So the runtime's end of speech — where its hangover starts — falls about 120 ms after the audible end
+(the default phrases, aggressiveness 2, 20 ms frames; with piper's tail cut to digital silence it is still ~110 ms,
+so most of it is the VAD itself). `vad_tail_ms` measures it offline on the very audio played, with the runtime's own
+VAD adapter, so the bench can show it as its own line.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 
@@ -24,7 +25,10 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--events", choices=["on", "off"], default="on", help="events enabled (default on)")
     p.add_argument("--threshold-db", type=float, default=-50.0,
                    help="RMS level (dBFS, 10 ms windows) that counts as sound (default -50)")
-    p.add_argument("--out", default="bench-out/voice", help="directory for voice.json and voice.md")
+    p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
+                   help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 (repeatable)")
+    p.add_argument("--out", default="bench-out/voice",
+                   help="directory for voice.json, voice.md and the runtime's state (runtime-*/audit.jsonl, stderr)")
     p.add_argument("--quiet", action="store_true", help="do not print the report")
     p.set_defaults(func=cmd_bench_voice)
     return p
@@ -42,8 +46,16 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
     if not pulseaudio_available():
         print("toy-runtime: bench voice needs pulseaudio and pulseaudio-utils", file=sys.stderr)
         return 2
+    extra = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("TOY_"):
+            print(f"toy-runtime: --env wants TOY_KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        extra[key] = value
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
-                              events=args.events == "on", threshold_db=args.threshold_db)
+                              events=args.events == "on", threshold_db=args.threshold_db, extra_env=extra,
+                              state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)
     if not args.quiet:

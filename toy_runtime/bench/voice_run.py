@@ -58,7 +58,8 @@ class VoiceBenchConfig:
     load_timeout_s: float = 120.0
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                             / "toy-runtime" / "bench-voice")
-    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
+    state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -113,14 +114,22 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
             tails[pcm] = vad_tail_ms(pcm, rate, config.threshold_db, aggressiveness=config.vad_aggressiveness,
                                      frame_ms=config.frame_ms)
     vad_tails = [tails[pcm] for pcm, _ in audio]
-    state = Path(tempfile.mkdtemp(prefix="bench-voice-"))
+    if config.state_dir is None:
+        with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
+            return _run(config, Path(tmp), audio, vad_tails, progress)
+    config.state_dir.mkdir(parents=True)  # new: the runtime must not start with an earlier run's history
+    return _run(config, config.state_dir, audio, vad_tails, progress)
+
+
+def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
+         progress: Callable[[str], None]) -> dict[str, Any]:
     audit = state / "audit.jsonl"
     stamps = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
     plays: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
-                            "events": config.events, "reply_text": config.reply_text}
+                            "events": config.events, "reply_text": config.reply_text, "extra_env": config.extra_env}
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
         started = time.monotonic()
