@@ -3,10 +3,10 @@ thinks each one ends.
 
 The WebRTC VAD keeps reporting speech for a while after speech stops: a few frames of its own overhang, more
 once it has adapted to speech, through piper's 100–200 ms tail fading from about −60 to −96 dBFS, which a level
-threshold calls silence. So the runtime's end of speech — where its hangover starts — falls about 120 ms after the audible end
-(the default phrases, aggressiveness 2, 20 ms frames; with piper's tail cut to digital silence it is still ~110 ms,
-so most of it is the VAD itself). `vad_tail_ms` measures it offline on the very audio played, with the runtime's own
-VAD adapter, so the bench can show it as its own line.
+threshold calls silence. So the runtime's end of speech — where its hangover starts — falls about 120 ms after the
+audible end (the default phrases, aggressiveness 2, 20 ms frames; with piper's tail cut to digital silence it is
+still ~110 ms, so most of it is the VAD itself). `vad_tail_ms` measures it offline on the very audio played, with
+the runtime's own VAD adapter, so the bench can show it as its own line.
 """
 
 from __future__ import annotations
