@@ -11,6 +11,9 @@ The runtime captures from `mic.monitor` and plays to `speaker` through PortAudio
 (libasound2-plugins), selecting them with PULSE_SOURCE / PULSE_SINK. Null sinks render in 2 s blocks unless a
 client asks for low latency, so each monitor is looped into a spare sink at 10 ms latency and each sink is
 suspended and resumed once to apply it. Everything lives in a private temp dir and is stopped on exit.
+
+`start_probe(card)` adds a stereo "probe" sink that hears the mic feed on the left and the speaker on the right (two
+10 ms loopbacks) and records it: both on one sample clock, for outside-in latency measurement (`bench voice`).
 """
 
 from __future__ import annotations
