@@ -31,11 +31,14 @@ def _repo_file(name: str) -> str:
 def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add `bench` (with `modes`) to a subparsers action; returns the `bench` subparsers for more commands."""
     bench = subparsers.add_parser("bench", help="benchmarks")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,pipeline}")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,pipeline,voice}")
     add_modes_parser(bench_sub)
     from .pipeline import add_pipeline_parser
 
     add_pipeline_parser(bench_sub)
+    from .voice_cli import add_voice_parser
+
+    add_voice_parser(bench_sub)
     return bench_sub
 
 
@@ -190,6 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="toy-runtime benchmarks")
     sub = parser.add_subparsers(dest="bench_command", required=True)
     add_modes_parser(sub)
+    from .voice_cli import add_voice_parser
+
+    add_voice_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

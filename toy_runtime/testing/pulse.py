@@ -11,6 +11,9 @@ The runtime captures from `mic.monitor` and plays to `speaker` through PortAudio
 (libasound2-plugins), selecting them with PULSE_SOURCE / PULSE_SINK. Null sinks render in 2 s blocks unless a
 client asks for low latency, so each monitor is looped into a spare sink at 10 ms latency and each sink is
 suspended and resumed once to apply it. Everything lives in a private temp dir and is stopped on exit.
+
+`start_probe(card)` adds a stereo "probe" sink that hears the mic feed on the left and the speaker on the right (two
+10 ms loopbacks) and records it: both on one sample clock, for outside-in latency measurement (`bench voice`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-__all__ = ["VirtualSoundCard", "Recording", "pulseaudio_available"]
+__all__ = ["ProbeRecording", "Recording", "VirtualSoundCard", "pulseaudio_available", "start_probe"]
 
 MIC_SINK = "mic"
 SPEAKER_SINK = "speaker"
@@ -318,3 +321,69 @@ class VirtualSoundCard:
         pcm = rec.stop()
         self._recordings.remove(rec)
         return pcm
+
+
+# -- the acoustic probe: mic feed and speaker on one clock ----------------------------------------------------
+
+PROBE_SINK = "probe"
+
+
+class ProbeRecording(Recording):
+    """A 2-channel `parec` of the probe (left = what the mic hears, right = what the speaker plays).
+
+    `arrivals` holds (time.monotonic() when a chunk was read, frames received so far) so the recording's sample
+    clock can be placed on CLOCK_MONOTONIC (see `first_frame_monotonic`).
+    """
+
+    def __init__(self, proc: subprocess.Popen, rate: int) -> None:
+        self.arrivals: list[tuple[float, int]] = []
+        super().__init__(proc, rate)
+
+    def _read(self) -> None:
+        fd = self._proc.stdout.fileno()  # type: ignore[union-attr]
+        while True:
+            try:
+                data = os.read(fd, 4096)  # small reads: each arrival time is close to when the data came
+            except OSError:
+                return
+            if not data:
+                return
+            self._buf += data
+            self.arrivals.append((time.monotonic(), len(self._buf) // 4))
+
+    def first_frame_monotonic(self) -> float | None:
+        """An estimate of the CLOCK_MONOTONIC time of frame 0: the earliest `arrival − frames/rate` (the chunk
+        that waited least in the pipe). Late by the probe's own source latency (a few ms), never early."""
+        if not self.arrivals:
+            return None
+        return min(at - frames / self.sample_rate_hz for at, frames in self.arrivals)
+
+
+def _probe_commands(rate: int) -> list[tuple[str, ...]]:
+    return [
+        ("load-module", "module-null-sink", f"sink_name={PROBE_SINK}", f"rate={rate}", "channels=2",
+         "channel_map=front-left,front-right", "sink_properties=device.description=probe"),
+        # the mic feed as the left channel only, the speaker as the right channel only (its left is dropped)
+        # (the mono mic needs remixing to become front-left; a front-left stream then reaches the left channel only)
+        ("load-module", "module-loopback", f"source={MIC_SINK}.monitor", f"sink={PROBE_SINK}", "latency_msec=10",
+         "channels=1", "channel_map=front-left"),
+        ("load-module", "module-loopback", f"source={SPEAKER_SINK}.monitor", f"sink={PROBE_SINK}",
+         "latency_msec=10", "channels=1", "channel_map=front-right", "remix=no"),
+    ]
+
+
+def start_probe(card: VirtualSoundCard, *, sample_rate_hz: int = 16000) -> ProbeRecording:
+    """Add the probe sink to a started card and record it: both loopbacks have the same 10 ms latency, so the mic
+    feed and the speaker keep their relative timing in the one 2-channel stream."""
+    for command in _probe_commands(sample_rate_hz):
+        card.pactl(*command)
+    card.pactl("suspend-sink", PROBE_SINK, "1")
+    card.pactl("suspend-sink", PROBE_SINK, "0")
+    proc = subprocess.Popen(
+        ["parec", f"--device={PROBE_SINK}.monitor", "--raw", "--format=s16le", "--channels=2",
+         f"--rate={sample_rate_hz}", "--latency-msec=10"],
+        env=card.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )
+    rec = ProbeRecording(proc, sample_rate_hz)
+    card._recordings.append(rec)
+    return rec

@@ -1,0 +1,82 @@
+"""The bench's user utterances: deterministic piper speech (noise off), cached as WAV, and where the runtime's VAD
+thinks each one ends.
+
+The WebRTC VAD keeps reporting speech for a while after speech stops: a few frames of its own overhang, more
+once it has adapted to speech, through piper's 100–200 ms tail fading from about −60 to −96 dBFS, which a level
+threshold calls silence. So the runtime's end of speech — where its hangover starts — falls about 120 ms after the
+audible end (the default phrases, aggressiveness 2, 20 ms frames; with piper's tail cut to digital silence it is
+still ~110 ms, so most of it is the VAD itself). `vad_tail_ms` measures it offline on the very audio played, with
+the runtime's own VAD adapter, so the bench can show it as its own line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from ..audio.resample import resample
+from .heard import levels_of
+
+__all__ = ["utterance", "vad_tail_ms"]
+
+def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
+    """int16 mono PCM and rate of `text` in the default voice, noise off (deterministic); cached as WAV."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.wav"
+    if not path.exists():
+        from ..adapters.piper_tts import PiperSynthesizer
+
+        synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
+        try:
+            pieces = synth.synthesize_blocking(text)
+        finally:
+            synth.close()
+        tmp = path.with_suffix(".tmp")
+        with wave.open(str(tmp), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(pieces[0].sample_rate_hz)
+            w.writeframes(b"".join(p.pcm for p in pieces))
+        tmp.replace(path)
+    with wave.open(str(path), "rb") as w:
+        return w.readframes(w.getnframes()), w.getframerate()
+
+
+def _level_end_s(x: np.ndarray, rate: int, threshold_db: float) -> float | None:
+    levels = levels_of(x, rate)
+    loud = np.nonzero(levels.db > threshold_db)[0]
+    return None if len(loud) == 0 else levels.centre_s(int(loud[-1]))
+
+
+def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: int = 2, frame_ms: int = 20,
+                lead_ms: int = 100) -> float | None:
+    """How long after the level end the runtime's VAD (the real WebRTC adapter, same settings) still hears speech:
+    end of the last speech frame − last window above `threshold_db`, in ms, averaged over ten frame alignments
+    (where the runtime's frames fall relative to the played audio is not known). None without speech."""
+    from ..adapters.webrtc_vad import WebRtcVad
+    from ..ports.audio import AudioFrame
+
+    x16 = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
+    end = _level_end_s(x16, 16000, threshold_db)
+    if end is None:
+        return None
+    vad = WebRtcVad(aggressiveness)
+    n = 16000 * frame_ms // 1000
+    tails = []
+    # The WebRTC VAD adapts to what it has heard: fresh, it stops at the audible end (about −60 dBFS); once it has
+    # heard speech — as the runtime's long-running VAD has — it carries on through piper's quiet tail and a few
+    # frames of its own overhang. The first (untimed) pass puts it in that steady state.
+    for shift in [0, *range(0, n, n // 10)]:
+        lead = 16000 * lead_ms // 1000 + shift
+        y = np.concatenate([np.zeros(lead, np.int16), x16, np.zeros(16000 // 2, np.int16)])
+        last = None
+        for i in range(0, len(y) - n + 1, n):
+            if vad.is_speech(AudioFrame(y[i:i + n].tobytes(), 16000, i / 16000)):
+                last = (i + n) / 16000
+        if last is not None:
+            tails.append((last - lead / 16000 - end) * 1000.0)
+    tails = tails[1:]  # the warm-up pass
+    return float(np.mean(tails)) if tails else None

@@ -1,0 +1,64 @@
+"""`toy-runtime bench voice`: voice-to-voice latency of the real `toy-runtime run` process, heard from outside.
+
+Needs PulseAudio (a private headless daemon is started) and the piper voice. Writes voice.json and voice.md to --out
+and prints the Markdown. See docs/benchmarks.md ("Voice-to-voice, heard from outside") for the method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `voice` command parser."""
+    p = bench_sub.add_parser(
+        "voice", help="heard voice-to-voice latency of `toy-runtime run` on the virtual sound card, with breakdown",
+        description="Play utterances into the virtual mic, record mic feed and speaker on one clock, and measure "
+                    "reply onset − end of speech per turn, broken down against the runtime's own waterfall.")
+    p.add_argument("--turns", type=int, default=12, help="spoken turns (default 12)")
+    p.add_argument("--ttft-ms", type=float, default=0.0, help="scripted LLM time to first token (default 0)")
+    p.add_argument("--hangover-ms", type=int, default=200,
+                   help="VAD hangover given to the runtime (default 200; the runtime's own default is 300)")
+    p.add_argument("--events", choices=["on", "off"], default="on", help="events enabled (default on)")
+    p.add_argument("--threshold-db", type=float, default=-50.0,
+                   help="RMS level (dBFS, 10 ms windows) that counts as sound (default -50)")
+    p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
+                   help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 (repeatable)")
+    p.add_argument("--out", default="bench-out/voice",
+                   help="directory for voice.json, voice.md and the runtime's state (runtime-*/audit.jsonl, stderr)")
+    p.add_argument("--quiet", action="store_true", help="do not print the report")
+    p.set_defaults(func=cmd_bench_voice)
+    return p
+
+
+def cmd_bench_voice(args: argparse.Namespace) -> int:
+    """Run the bench, write the report, print it (exit 1 when no turn could be measured)."""
+    from ..testing.pulse import pulseaudio_available
+    from .voice_report import write_voice_report
+    from .voice_run import VoiceBenchConfig, run_voice_bench
+
+    if args.turns < 1:
+        print("toy-runtime: --turns must be at least 1", file=sys.stderr)
+        return 2
+    if not pulseaudio_available():
+        print("toy-runtime: bench voice needs pulseaudio and pulseaudio-utils", file=sys.stderr)
+        return 2
+    extra = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("TOY_"):
+            print(f"toy-runtime: --env wants TOY_KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        extra[key] = value
+    config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
+                              events=args.events == "on", threshold_db=args.threshold_db, extra_env=extra,
+                              state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
+    summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
+    paths = write_voice_report(Path(args.out), summary)
+    if not args.quiet:
+        print(paths["markdown"].read_text())
+    print(f"report: {paths['markdown']}  json: {paths['json']}", file=sys.stderr)
+    return 0 if summary["turns_measured"] else 1

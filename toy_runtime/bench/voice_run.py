@@ -1,0 +1,198 @@
+"""Run the real `toy-runtime run` process on the virtual sound card and listen to it from outside.
+
+The bench process owns everything the runtime talks to: a headless PulseAudio card (`VirtualSoundCard`) with the
+probe (mic feed left, speaker right, one clock), the scripted OpenAI-compatible server (it timestamps each request
+on CLOCK_MONOTONIC) and the utterances (piper with its noise off, cached as WAV). Per turn it plays one utterance into
+the mic sink, waits for the runtime's `voice.turn` record and a quiet gap, then moves on. Afterwards the recording
+is cut into turns at the moments each utterance started and measured by level (`heard.py`), and each turn's heard
+total is broken down against the runtime's own waterfall (`voice_breakdown.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..metrics.turns import Turn, load_audit
+from ..testing.pulse import VirtualSoundCard, start_probe
+from ..testing.scripted_llm import Reply, ScriptedLLMServer
+from ..testing.services import audit_records
+from .heard import find_turn, levels_of, split_probe
+from .utterances import utterance, vad_tail_ms
+from .voice_breakdown import breakdown, summarize_turns
+
+__all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench"]
+
+PHRASES = (
+    "what is the weather today", "play some music", "tell me a story", "what time is it",
+    "how are you today", "can you sing a song", "what is your name", "tell me a joke",
+    "how far away is the moon", "what do cats like to eat", "can we play a game", "what color is the sky",
+)
+REPLY_TEXT = "Sure! Here is a short answer for you."
+
+
+@dataclass
+class VoiceBenchConfig:
+    """What one bench run does (defaults: the issue's headline condition)."""
+
+    turns: int = 12
+    ttft_ms: float = 0.0
+    hangover_ms: int = 200
+    vad_aggressiveness: int = 2  # given to the runtime, and used to measure the VAD overhang offline
+    frame_ms: int = 20  # the runtime's default audio.frame_ms (not passed: TOY_AUDIO__FRAME_MS=20 is refused today)
+    threshold_db: float = -50.0  # level of "sound"; raised to noise floor + margin_db if the floor is higher
+    margin_db: float = 20.0
+    reply_text: str = REPLY_TEXT
+    phrases: tuple[str, ...] = PHRASES
+    events: bool = True  # False: TOY_EVENTS__ENABLED=[] (no catalog, no event work)
+    gap_s: float = 0.8  # quiet after each reply before the next utterance
+    turn_timeout_s: float = 30.0
+    load_timeout_s: float = 120.0
+    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                            / "toy-runtime" / "bench-voice")
+    extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
+    state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+class _StampedReplies:
+    """The scripted server's responder: one fixed reply, and the CLOCK_MONOTONIC arrival of every request."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.arrivals: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.arrivals.append(time.monotonic())
+        return self.reply
+
+    def first_after(self, since: float, until: float | None) -> float | None:
+        with self._lock:
+            return next((t for t in self.arrivals if t >= since and (until is None or t < until)), None)
+
+
+def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig) -> dict[str, str]:
+    # the user's own TOY_* / OPENAI_* settings would change what is measured
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    env.update(card.runtime_env)
+    env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
+                "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
+                "TOY_VAD__HANGOVER_MS": str(config.hangover_ms),
+                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
+    if not config.events:
+        env["TOY_EVENTS__ENABLED"] = "[]"
+    env.update(config.extra_env)
+    return env
+
+
+def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None] = lambda _msg: None
+                    ) -> dict[str, Any]:
+    """Run the bench once and return the summary (see `voice_breakdown.summarize_turns`)."""
+    audio = [utterance(config.phrases[i % len(config.phrases)], config.cache_dir) for i in range(config.turns)]
+    tails = {}
+    for pcm, rate in audio:
+        if pcm not in tails:
+            tails[pcm] = vad_tail_ms(pcm, rate, config.threshold_db, aggressiveness=config.vad_aggressiveness,
+                                     frame_ms=config.frame_ms)
+    vad_tails = [tails[pcm] for pcm, _ in audio]
+    if config.state_dir is None:
+        with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
+            return _run(config, Path(tmp), audio, vad_tails, progress)
+    config.state_dir.mkdir(parents=True)  # new: the runtime must not start with an earlier run's history
+    return _run(config, config.state_dir, audio, vad_tails, progress)
+
+
+def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
+         progress: Callable[[str], None]) -> dict[str, Any]:
+    audit = state / "audit.jsonl"
+    stamps = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
+    plays: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
+    records_before: list[int] = []
+    meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
+                            "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
+                            "events": config.events, "reply_text": config.reply_text, "extra_env": config.extra_env}
+    with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
+        stderr_path = state / "runtime.stderr"
+        started = time.monotonic()
+        with open(stderr_path, "wb") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"],
+                                    env=_runtime_env(card, llm.url, state, config),
+                                    stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            while not audit_records(audit, "runtime.warm"):
+                if time.monotonic() - started > config.load_timeout_s or proc.poll() is not None:
+                    raise RuntimeError(f"runtime did not finish loading (exit {proc.poll()}):\n"
+                                       f"{stderr_path.read_text()[-2000:]}")
+                time.sleep(0.05)
+            meta["loaded_s"] = round(time.monotonic() - started, 2)
+            meta["rss_loaded_mb"] = _rss_mb(proc.pid)
+            rec = start_probe(card)
+            time.sleep(1.0)
+            for i, (pcm, rate) in enumerate(audio):
+                progress(f"turn {i + 1}/{config.turns}")
+                records_before.append(len(audit_records(audit, "voice.turn")))
+                plays.append((len(rec.captured) // 4 / rec.sample_rate_hz, time.monotonic()))
+                card.play_to_mic(pcm, rate, pad_ms=100)
+                deadline = time.monotonic() + config.turn_timeout_s
+                while len(audit_records(audit, "voice.turn")) == records_before[-1]:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        break
+                    time.sleep(0.05)
+                time.sleep(config.gap_s)
+            meta["rss_after_mb"] = _rss_mb(proc.pid)
+            pcm = rec.stop()
+            recording_t0 = rec.first_frame_monotonic()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    stderr_text = stderr_path.read_text(errors="replace")
+    meta["stderr_underrun_lines"] = sum("underrun" in line for line in stderr_text.splitlines())
+    voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
+    return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
+
+
+def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recording_t0: float | None,
+             plays: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
+             stamps: _StampedReplies, vad_tails: list[float | None]) -> dict[str, Any]:
+    mic_pcm, speaker_pcm = split_probe(pcm)
+    rate = 16000
+    mic, speaker = levels_of(mic_pcm, rate), levels_of(speaker_pcm, rate)
+    floor = max(mic.noise_floor_db(), speaker.noise_floor_db())
+    threshold = max(config.threshold_db, floor + config.margin_db)
+    meta.update({"recording_s": round(len(mic_pcm) / rate, 1), "noise_floor_db": round(floor, 1),
+                 "threshold_db": round(threshold, 1), "window_ms": 10, "hop_ms": 1})
+    rows = []
+    for i, (start_s, start_mono) in enumerate(plays):
+        end_s = plays[i + 1][0] if i + 1 < len(plays) else len(mic_pcm) / rate
+        heard = find_turn(mic, speaker, start_s, end_s, threshold)
+        index = records_before[i]
+        next_index = records_before[i + 1] if i + 1 < len(records_before) else len(voice_turns)
+        logged = voice_turns[index] if index < min(next_index, len(voice_turns)) else None
+        arrival = stamps.first_after(start_mono, plays[i + 1][1] if i + 1 < len(plays) else None)
+        sent = None if arrival is None else arrival + config.ttft_ms / 1000.0
+        rows.append(breakdown(i + 1, heard, logged, recording_t0=recording_t0, first_token_sent=sent,
+                              ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms, vad_tail_ms=vad_tails[i]))
+    return summarize_turns(rows, meta)
