@@ -29,7 +29,7 @@ def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
     if not path.exists():
         from ..adapters.piper_tts import PiperSynthesizer
 
-        synth = PiperSynthesizer(noise_scale=0.0, noise_w_scale=0.0)
+        synth = PiperSynthesizer(deterministic=True)
         try:
             pieces = synth.synthesize_blocking(text)
         finally:
