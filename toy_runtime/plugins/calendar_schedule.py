@@ -210,12 +210,19 @@ def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime |
 
 # -- resolver ------------------------------------------------------------------------------------------
 
+TIME_QUESTION_EN = "What time should I remind you?"
+TIME_QUESTION_ZH = "你想让我几点提醒你？"
+# how this plugin's own questions end (`_time_question`, the past-time failure line): the child's next words answer
+# them, so the request they answer is read together with the answer
+_OUR_QUESTION = re.compile(r"should I remind you\?|remind you about(?:, and when)?\?|提醒你[？?]|提醒你什么|要改到什么时候")
+
+
 def _time_question(chinese: bool, day_phrase: str | None) -> str:
     if chinese:
-        return f"{day_phrase}几点提醒你？" if day_phrase and has_cjk(day_phrase) else "你想让我几点提醒你？"
+        return f"{day_phrase}几点提醒你？" if day_phrase and has_cjk(day_phrase) else TIME_QUESTION_ZH
     if day_phrase and not has_cjk(day_phrase):
         return f"What time {day_phrase} should I remind you?"
-    return "What time should I remind you?"
+    return TIME_QUESTION_EN
 
 
 def _weekdays_of(recurrence: Mapping[str, Any] | None) -> set[int] | None:
@@ -228,40 +235,87 @@ def _weekdays_of(recurrence: Mapping[str, Any] | None) -> set[int] | None:
     return None
 
 
-def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
-    """Structured values first; missing pieces from the utterance; vague or absent time → clarification."""
-    given = {k: v for k, v in (proposed or {}).items() if v is not None}
-    utterance = normalize_text(ctx.utterance)
-    title_given = collapse_spaces(str(given["title"]))[:MAX_TITLE] if "title" in given else ""
-    chinese = has_cjk(title_given) or wants_chinese(utterance, ctx.locale)
+def _answered_request(ctx: ResolveContext) -> str:
+    """The child's earlier request when the toy's last line was this plugin's question, else "".
 
-    tz = str(given.get("timezone") or ctx.timezone).strip()
+    "remind me to water the plants" → "What time should I remind you?" → "at 5 pm": the answer alone has no title,
+    and "tomorrow morning" → "What time tomorrow morning should I remind you?" → "at 7" has no day.
+    """
+    history = list(ctx.history)
+    if len(history) < 2 or history[-1].get("role") != "assistant" or history[-2].get("role") != "user":
+        return ""
+    if not _OUR_QUESTION.search(normalize_text(history[-1].get("content", ""))):
+        return ""
+    return normalize_text(history[-2].get("content", ""))
+
+
+def _stated_title(text: str) -> bool:
+    """True when the words name the activity ("remind me to …", "提醒我…", "wake me up"), not just leftovers."""
+    return bool(_EN_MARKER.search(text) or _EN_WAKE.search(text) or _ZH_MARKER.search(text))
+
+
+def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
+    """What the child's words say: (text, recurrence, reminder, spans, time match).
+
+    The earlier request and the answer are read as one request; when together they are not precise (the answer
+    replaced a time said before) the answer's own time counts.
+    """
+    texts = [f"{earlier}, {utterance}", utterance] if earlier else [utterance]
+    readings = []
+    for text in texts:
+        recurrence, rec_spans = parse_recurrence(text)
+        reminder, rem_spans = parse_reminder_offset(text)
+        spoken = parse_when(blank_spans(text, rec_spans + rem_spans), ctx.request_time, tz,
+                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None)
+        readings.append((text, recurrence, reminder, rec_spans + rem_spans + spoken.spans, spoken))
+        if spoken.found:
+            break
+    return next((r for r in readings if r[4].found), readings[0])
+
+
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+    """The child's words first; proposed values fill only what the words leave open; no time said → ask.
+
+    - Time: a time the child said wins over any proposed `start_at`. When the child said no time, or only a vague
+      one ("tomorrow morning", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
+      call or EventAgent answer) is never accepted, because both invocation modes must give the same result and
+      a guessed time is a side effect the child did not ask for. Without any words (a structured command from
+      `events resolve` or a remote client) the proposed `start_at` is the request.
+    - Title, repeat rule and advance warning: stated in the words ("remind me to …", "every day", "10 minutes
+      before") they win; otherwise the proposal fills them, and words left over after the time is taken out are
+      the title only when nothing else names one.
+    - Zone: the words are read in the session's zone; a proposed zone counts only for a structured command.
+    """
+    given = {k: v for k, v in (proposed or {}).items() if v is not None}
+    utterance = normalize_text(ctx.utterance).strip()
+    title_given = collapse_spaces(str(given["title"]))[:MAX_TITLE] if "title" in given else ""
+    tz = str((given.get("timezone") if not utterance else None) or ctx.timezone).strip()
     try:
         zone_of(tz)
     except ValueError:
         return Resolution(arguments={}, error=f"unknown time zone {tz!r}", error_code="unknown_timezone")
     args: dict[str, Any] = {"timezone": tz}
 
+    earlier = _answered_request(ctx) if utterance else ""
+    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx)
+    chinese = has_cjk(title_given) or wants_chinese(text, ctx.locale)
     try:
-        if "recurrence" in given:
-            recurrence, rec_spans = _recurrence(given["recurrence"]), ()
-        else:
-            recurrence, rec_spans = parse_recurrence(utterance)
-        if "reminder_minutes" in given:
-            reminder, rem_spans = _reminder(given["reminder_minutes"]), ()
-        else:
-            reminder, rem_spans = parse_reminder_offset(utterance)
-        # the utterance is always read: its time words must not end up in the title
-        spoken = parse_when(blank_spans(utterance, rec_spans + rem_spans), ctx.request_time, tz,
-                            weekdays=_weekdays_of(recurrence))
-        if "start_at" in given:
+        if recurrence is None and "recurrence" in given:
+            recurrence = _recurrence(given["recurrence"])
+        if reminder is None and "reminder_minutes" in given:
+            reminder = _reminder(given["reminder_minutes"])
+        if utterance:
+            when, day_phrase, vague = spoken.when, spoken.day_phrase, spoken.vague
+        elif "start_at" in given:
             when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence))
+            vague = True  # a proposed value that is not a precise time was meant to be one
         else:
-            when, day_phrase = spoken.when, spoken.day_phrase
+            when, day_phrase, vague = None, None, False
     except _Invalid as exc:
         return Resolution(arguments=args, error=str(exc), error_code=exc.code)
 
-    title = title_given or extract_title(utterance, rec_spans + rem_spans + spoken.spans)
+    heard_title = extract_title(text, spans) if text else ""
+    title = (heard_title if heard_title and _stated_title(text) else "") or title_given or heard_title
     if title:
         args["title"] = title
     if recurrence is not None:
@@ -271,13 +325,13 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
 
     if when is None:
         # a time that was said but is not precise is "ambiguous"; no time at all is "missing"
-        vague = True if "start_at" in given else spoken.vague
         if not title:
             question = "要提醒你什么，什么时候提醒？" if chinese else "What should I remind you about, and when?"
         else:
             question = _time_question(chinese, day_phrase)
+        # with words, only the child can give the time: the EventAgent is not asked to guess it
         return Resolution(arguments=args, missing=(() if title else ("title",)) + (() if vague else ("start_at",)),
-                          ambiguous=("start_at",) if vague else (), question=question)
+                          ambiguous=("start_at",) if vague else (), question=question, needs_user=bool(utterance))
     zone = zone_of(tz)
     when = when.astimezone(zone)
     allowed = _weekdays_of(recurrence)
