@@ -5,7 +5,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from toy_runtime.plugins.timeparse import parse_iso, parse_recurrence, parse_reminder_offset, parse_when
+from toy_runtime.plugins.repeats import parse_recurrence, parse_reminder_offset
+from toy_runtime.plugins.timeparse import parse_iso, parse_when
 
 from .helpers import NY, NY_BEFORE_FALL_BACK, NY_BEFORE_SPRING_FORWARD, SH, SH_NOW
 

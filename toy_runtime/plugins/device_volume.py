@@ -24,7 +24,8 @@ from ..ports.device import Mixer, MixerError
 from ..signals import SignalBus, VolumeSignal
 from .numbers import NumberSpan, find_numbers, normalize, parse_number
 from .text import blank_spans, has_cjk, wants_chinese
-from .timeparse import parse_recurrence, parse_reminder_offset, parse_when
+from .repeats import parse_recurrence, parse_reminder_offset
+from .timeparse import parse_when
 
 NAME = "device.volume.adjust"
 TOOL_NAME = "adjust_device_volume"
