@@ -45,7 +45,8 @@ def test_reminder_fires_while_chatting(tmp_path):
                                  "--llm-base-url", server.url], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=environ)
         try:
-            proc.stdin.write("remind me to drink some water in a moment\n")
+            # the child's words carry the time: a proposed time alone is never scheduled ("in a moment" would ask)
+            proc.stdin.write(f"at {start.isoformat()} remind me to drink some water\n")
             proc.stdin.flush()
             lines, deadline = [], time.monotonic() + 20
             while time.monotonic() < deadline:
