@@ -53,7 +53,8 @@ def test_reminder_fires_while_chatting(tmp_path):
                                 stderr=subprocess.PIPE, text=True, env=environ)
         output = LineReader(proc.stdout)
         try:
-            proc.stdin.write("remind me to drink some water in a moment\n")
+            # the child's words carry the time: a proposed time alone is never scheduled ("in a moment" would ask)
+            proc.stdin.write(f"at {start.isoformat()} remind me to drink some water\n")
             proc.stdin.flush()
             # Wait for the reminder itself (an event), not for a wall-clock moment; the bound only stops a broken
             # runtime from hanging the suite.

@@ -10,7 +10,9 @@ from toy_runtime.fakes import MemoryCalendarStore
 from toy_runtime.plugins.calendar_schedule import NAME, TOOL_NAME, confirmation, extract_title
 from toy_runtime.ports.calendar import ScheduleRequest
 
-from .helpers import NY, NY_BEFORE_FALL_BACK, SH, SH_NOW, request, resolve, run
+from toy_runtime.events import resolve_deterministic
+
+from .helpers import NY, NY_BEFORE_FALL_BACK, SH, SH_NOW, ctx, request, resolve, run
 
 BRUSH = {"title": "brush my teeth", "start_at": "2026-12-01T07:00:00+08:00", "timezone": SH}
 
@@ -133,9 +135,67 @@ def test_structured_values(registry):
     assert out.arguments["start_at"] == "2026-12-02T07:00:00+08:00"
 
 
-def test_provider_fields_win_and_gaps_come_from_the_utterance(registry):
-    out = resolve(registry, NAME, "remind me to brush my teeth tomorrow at 7 am", {"title": "Brush teeth"})
-    assert out.arguments["title"] == "Brush teeth" and out.arguments["start_at"] == "2026-12-01T07:00:00+08:00"
+# The child's words outrank proposed values (ChatAgent tool calls and EventAgent answers alike); a proposal fills
+# only what the words leave open, and never the time.  (utterance, proposed, expected title, expected start)
+WORDS_WIN = [
+    ("remind me to brush my teeth tomorrow at 7 am", {"title": "Brush teeth"}, "brush my teeth",
+     "2026-12-01T07:00:00+08:00"),
+    ("remind me to water the plants at 5 pm tomorrow", {"title": "Water plants", "start_at": "2026-12-01T07:00:00"},
+     "water the plants", "2026-12-01T17:00:00+08:00"),
+    ("remind me to call grandma at 7", {"start_at": "2026-12-01T07:00:00+08:00"}, "call grandma",
+     "2026-11-30T19:00:00+08:00"),  # said at 08:00: the next 7 o'clock is this evening
+    ("明天下午五点提醒我浇花", {"title": "浇水", "start_at": "2026-12-01T07:00:00+08:00"}, "浇花",
+     "2026-12-01T17:00:00+08:00"),
+    ("七点提醒我吃药", {"start_at": "2026-12-01T07:00:00+08:00"}, "吃药", "2026-11-30T19:00:00+08:00"),
+    ("晚上七点提醒我吃药", {"start_at": "2026-12-01T07:00:00+08:00"}, "吃药", "2026-11-30T19:00:00+08:00"),
+    # no activity named in the words: the proposed title fills the gap; the words' time still wins
+    ("at 5 pm tomorrow", {"title": "water the plants", "start_at": "2026-12-01T07:00:00+08:00"},
+     "water the plants", "2026-12-01T17:00:00+08:00"),
+    ("明天下午五点", {"title": "浇花"}, "浇花", "2026-12-01T17:00:00+08:00"),
+    # the session zone reads the words; a proposed zone does not move them
+    ("remind me to feed the cat tomorrow at 7 am", {"timezone": "UTC"}, "feed the cat", "2026-12-01T07:00:00+08:00"),
+]
+
+
+@pytest.mark.parametrize("utterance, proposed, title, start", WORDS_WIN)
+def test_the_childs_words_win_and_proposals_fill_gaps(registry, utterance, proposed, title, start):
+    out = resolve(registry, NAME, utterance, proposed)
+    assert out.outcome == "resolved", out
+    assert out.arguments == {"title": title, "start_at": start, "timezone": SH}
+
+
+@pytest.mark.parametrize("utterance, proposed, missing, question", [
+    ("remind me to water the plants", {"title": "water the plants", "start_at": "2026-12-01T07:00:00+08:00"},
+     ("start_at",), "What time should I remind you?"),
+    ("remind me to brush my teeth tomorrow morning", {"start_at": "2026-12-01T07:00:00+08:00"}, ("start_at",),
+     "What time tomorrow morning should I remind you?"),
+    ("提醒我浇花", {"title": "浇花", "start_at": "2026-12-01T07:00:00+08:00"}, ("start_at",), "你想让我几点提醒你？"),
+    ("明天早上提醒我刷牙", {"start_at": "2026-12-01T07:30:00+08:00"}, ("start_at",), "明天早上几点提醒你？"),
+])
+def test_no_time_said_asks_and_never_takes_a_proposed_time(registry, utterance, proposed, missing, question):
+    out = resolve(registry, NAME, utterance, proposed)
+    assert out.outcome == "incomplete" and out.missing == missing and out.question == question
+    assert "start_at" not in out.arguments
+
+
+@pytest.mark.parametrize("before, answer, title, start", [
+    ("remind me to water the plants", "at 5 pm", "water the plants", "2026-11-30T17:00:00+08:00"),
+    ("remind me to brush my teeth tomorrow morning", "at 7", "brush my teeth", "2026-12-01T07:00:00+08:00"),
+    ("remind me every day to take my vitamins", "at 7", "take my vitamins", "2026-12-01T07:00:00+08:00"),
+    ("明天早上提醒我刷牙", "七点", "刷牙", "2026-12-01T07:00:00+08:00"),
+    ("提醒我浇花", "下午五点", "浇花", "2026-11-30T17:00:00+08:00"),
+])
+def test_an_answer_to_our_time_question_completes_the_request(registry, before, answer, title, start):
+    asked = resolve(registry, NAME, before)
+    assert asked.outcome == "incomplete" and asked.question
+    history = [{"role": "user", "content": before}, {"role": "assistant", "content": f"Sure! {asked.question}"}]
+    out = resolve_deterministic(registry, registry.get(NAME), None, ctx(answer, history=history))
+    assert out.outcome == "resolved", out
+    assert out.arguments["title"] == title and out.arguments["start_at"] == start
+    # without our question just before, an old request is not reused
+    plain = [{"role": "user", "content": before}, {"role": "assistant", "content": "Okay!"}]
+    alone = resolve_deterministic(registry, registry.get(NAME), None, ctx(answer, history=plain))
+    assert alone.outcome == "incomplete" and alone.missing == ("title",)
 
 
 @pytest.mark.parametrize("args, code", [
@@ -225,14 +285,24 @@ async def test_store_is_idempotent_by_key():
     assert [e.id for e in await store.list()] == [other.id]
 
 
-async def test_llm_fallback_fills_a_vague_time(registry, ports):
+async def test_a_vague_time_is_asked_not_handed_to_the_event_agent(registry, ports):
     fallback = ScriptedFallback({NAME: {"start_at": "2026-12-01T07:30:00+08:00"}})
     kernel = EventKernel(registry, fallback=fallback)
     outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow morning")
+    assert fallback.calls == []  # only the child can say the time: no EventAgent call is spent on a guess
+    assert outcome.results[0].status is EventStatus.NEEDS_CLARIFICATION
+    assert outcome.continuation.lines == ("What time tomorrow morning should I remind you?",)
+    assert ports.calendar.calls == 0
+
+
+async def test_llm_fallback_fills_a_missing_title_but_never_the_time(registry, ports):
+    fallback = ScriptedFallback({NAME: {"title": "brush my teeth", "start_at": "2026-12-01T07:30:00+08:00"}})
+    kernel = EventKernel(registry, fallback=fallback)
+    outcome = await run(kernel, request(NAME), utterance="tomorrow at 7 pm please")
     result = outcome.results[0]
-    assert fallback.calls == [(NAME, ("start_at",))]
+    assert fallback.calls == [(NAME, ("title",))]
     assert result.status is EventStatus.SUCCEEDED and result.resolution is ResolutionPath.LLM_FALLBACK
-    assert result.arguments["start_at"] == "2026-12-01T07:30:00+08:00" and result.arguments["title"] == "brush my teeth"
+    assert result.arguments["start_at"] == "2026-12-01T19:00:00+08:00" and result.arguments["title"] == "brush my teeth"
 
 
 async def test_llm_fallback_that_stays_vague_still_asks(registry, ports):

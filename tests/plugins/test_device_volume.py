@@ -1,4 +1,4 @@
-"""device.volume.adjust: schema, resolver (en/zh), provider precedence, handler through the in-memory mixer."""
+"""device.volume.adjust: schema, resolver (en/zh), the child's words over proposed arguments, handler through the in-memory mixer."""
 
 import pytest
 
@@ -99,23 +99,63 @@ def test_relative_without_direction_asks_louder_or_quieter(registry):
     assert "louder or quieter" in out.question
 
 
-def test_provider_arguments_take_precedence_and_are_normalized(registry):
-    out = resolve(registry, NAME, "turn it up by 20", {"mode": "absolute", "value": "30"})
-    assert out.arguments == {"mode": "absolute", "value": 30}
-    assert resolve(registry, NAME, "", {"mode": "down", "delta": "20"}).arguments == {"mode": "relative", "delta": -20}
-    assert resolve(registry, NAME, "", {"value": "三十"}).arguments == {"mode": "absolute", "value": 30}
-    assert resolve(registry, NAME, "", {"mode": "up"}).arguments == {"mode": "relative", "delta": DEFAULT_STEP}
+# The child's words outrank proposed arguments (ChatAgent tool calls and EventAgent answers alike); a proposal
+# fills only what the words leave open.  (utterance, proposed, expected arguments)
+WORDS_WIN = [
+    ("set the volume to 30", {"mode": "absolute", "value": 80}, {"mode": "absolute", "value": 30}),
+    ("turn it up by 20", {"mode": "absolute", "value": "30"}, {"mode": "relative", "delta": 20}),
+    ("turn it down by 20", {"mode": "relative", "delta": 20}, {"mode": "relative", "delta": -20}),
+    ("louder", {"mode": "relative", "delta": -20}, {"mode": "relative", "delta": DEFAULT_STEP}),
+    ("louder", {"mode": "absolute", "value": 80}, {"mode": "relative", "delta": DEFAULT_STEP}),
+    ("mute", {"mode": "absolute", "value": 50}, {"mode": "mute"}),
+    ("unmute please", {"mode": "mute"}, {"mode": "unmute"}),
+    ("max volume", {"mode": "absolute", "value": 60}, {"mode": "absolute", "value": 100}),
+    ("set the volume to 150", {"mode": "absolute", "value": 100}, None),  # out of range, never quietly replaced
+    ("把音量调到30", {"mode": "absolute", "value": 80}, {"mode": "absolute", "value": 30}),
+    ("调小二十", {"mode": "relative", "delta": 20}, {"mode": "relative", "delta": -20}),
+    ("声音大一点", {"mode": "relative", "delta": -30}, {"mode": "relative", "delta": DEFAULT_STEP}),
+    ("静音", {"mode": "unmute"}, {"mode": "mute"}),
+    # gaps the words leave open are filled by the proposal
+    ("louder", {"mode": "relative", "delta": 25}, {"mode": "relative", "delta": 25}),
+    ("声音大一点", {"mode": "up", "delta": "25"}, {"mode": "relative", "delta": 25}),
+    ("change it by 20", {"mode": "relative", "delta": 20}, {"mode": "relative", "delta": 20}),
+    ("change it by 20", {"mode": "down"}, {"mode": "relative", "delta": -20}),
+    ("change the volume", {"mode": "absolute", "value": 30}, {"mode": "absolute", "value": 30}),
+    ("调一下音量", {"mode": "absolute", "value": 30}, {"mode": "absolute", "value": 30}),
+    ("set it to 40", {"mode": "absolute"}, {"mode": "absolute", "value": 40}),
+    ("turn it down", {"mode": "relative"}, {"mode": "relative", "delta": -DEFAULT_STEP}),
+    ("set it to 30 or to 40", {"mode": "absolute", "value": 40}, {"mode": "absolute", "value": 40}),
+    # no words at all (a structured command): the proposal stands, normalized
+    ("", {"mode": "down", "delta": "20"}, {"mode": "relative", "delta": -20}),
+    ("", {"value": "三十"}, {"mode": "absolute", "value": 30}),
+    ("", {"mode": "up"}, {"mode": "relative", "delta": DEFAULT_STEP}),
+]
 
 
-def test_provider_gaps_are_filled_from_the_utterance(registry):
-    assert resolve(registry, NAME, "set it to 40", {"mode": "absolute"}).arguments == {"mode": "absolute", "value": 40}
-    assert resolve(registry, NAME, "turn it down", {"mode": "relative"}).arguments == \
-        {"mode": "relative", "delta": -DEFAULT_STEP}
+@pytest.mark.parametrize("utterance, proposed, expected", WORDS_WIN)
+def test_the_childs_words_win_and_proposals_fill_gaps(registry, utterance, proposed, expected):
+    out = resolve(registry, NAME, utterance, proposed)
+    if expected is None:
+        assert out.outcome == "invalid" and out.error_code == "out_of_range"
+    else:
+        assert out.outcome == "resolved", out
+        assert out.arguments == expected
 
 
-def test_provider_and_user_disagree_on_direction(registry):
-    out = resolve(registry, NAME, "turn it down by 20", {"mode": "relative", "delta": 20})
-    assert out.outcome == "incomplete" and out.missing == ("delta",)
+@pytest.mark.parametrize("utterance, proposed, missing", [
+    ("set it to 30 or to 40", {"mode": "absolute", "value": 80}, ("mode",)),  # a proposal never brings a new number
+    ("louder or quieter", {"mode": "relative", "delta": 20}, ("mode",)),  # the child has not decided
+    ("change it by 20", {"mode": "absolute", "value": 20}, ("delta",)),
+])
+def test_a_proposal_never_settles_what_the_words_leave_undecided(registry, utterance, proposed, missing):
+    out = resolve(registry, NAME, utterance, proposed)
+    assert out.outcome == "incomplete" and out.missing == missing and out.question
+
+
+def test_junk_proposal_is_ignored_when_the_words_settle_everything(registry):
+    assert resolve(registry, NAME, "volume 30", {"mode": "loud", "value": 30.5}).arguments == \
+        {"mode": "absolute", "value": 30}
+    assert resolve(registry, NAME, "change the volume", {"value": 30.5}).error_code == "invalid_arguments"
 
 
 def test_provider_forbidden_field_is_a_schema_violation(registry):

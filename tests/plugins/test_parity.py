@@ -71,7 +71,7 @@ async def test_terminate_in_a_batch_suppresses_the_follow_up_but_not_siblings():
         request("session.terminate"),
         request("calendar.schedule.create", {"title": "brush my teeth", "start_at": "2026-12-01T07:00:00+08:00"}),
         request("knowledge.web.search", {"query": "panda"}),
-        utterance="remind me and look it up, then goodbye",
+        utterance="remind me tomorrow at 7 am and look it up, then goodbye",
     )
     assert all(r.status is EventStatus.SUCCEEDED for r in outcome.results)
     assert outcome.continuation.terminate and outcome.continuation.follow_up == ()
@@ -115,3 +115,28 @@ def test_every_public_thing_has_a_docstring():
                     missing += [f"{module.__name__}.{name}.{m}" for m, f in vars(obj).items()
                                 if not m.startswith("_") and inspect.isfunction(f) and not f.__doc__]
     assert missing == []
+
+
+WRONG_PROPOSALS = [
+    # (event, tool, utterance, what a model proposed, status, arguments both modes must end with)
+    ("device.volume.adjust", "adjust_device_volume", "set the volume to 30", {"mode": "absolute", "value": 80},
+     EventStatus.SUCCEEDED, {"mode": "absolute", "value": 30}),
+    ("device.volume.adjust", "adjust_device_volume", "把音量调到30", {"mode": "relative", "delta": 30},
+     EventStatus.SUCCEEDED, {"mode": "absolute", "value": 30}),
+    ("calendar.schedule.create", "add_schedule", "remind me to brush my teeth at 5 pm tomorrow",
+     {"title": "Brush teeth", "start_at": "2026-12-01T07:00:00+08:00"}, EventStatus.SUCCEEDED,
+     {"title": "brush my teeth", "start_at": "2026-12-01T17:00:00+08:00", "timezone": "Asia/Shanghai"}),
+    ("calendar.schedule.create", "add_schedule", "remind me to water the plants",
+     {"title": "water the plants", "start_at": "2026-12-01T07:00:00+08:00"}, EventStatus.NEEDS_CLARIFICATION,
+     {"title": "water the plants", "timezone": "Asia/Shanghai"}),
+]
+
+
+@pytest.mark.parametrize("name, tool, utterance, proposed, status, arguments", WRONG_PROPOSALS)
+async def test_a_wrong_proposal_changes_nothing(name, tool, utterance, proposed, status, arguments):
+    """dual_agent (no arguments) and chat_agent_tools (a model's wrong arguments) end the same way."""
+    text = await run(_kernel(), request(name, None, source=SourceProtocol.TEXT_EVENTS), utterance=utterance)
+    tools = await run(_kernel(), request(tool, proposed, source=SourceProtocol.TOOL_CALLS), utterance=utterance)
+    for outcome in (text, tools):
+        assert outcome.results[0].status is status and dict(outcome.results[0].arguments) == arguments
+    assert text.continuation.lines == tools.continuation.lines

@@ -5,7 +5,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from toy_runtime.plugins.timeparse import parse_iso, parse_recurrence, parse_reminder_offset, parse_when
+from toy_runtime.plugins.repeats import parse_recurrence, parse_reminder_offset
+from toy_runtime.plugins.timeparse import parse_iso, parse_when
 
 from .helpers import NY, NY_BEFORE_FALL_BACK, NY_BEFORE_SPRING_FORWARD, SH, SH_NOW
 
@@ -21,9 +22,9 @@ from .helpers import NY, NY_BEFORE_FALL_BACK, NY_BEFORE_SPRING_FORWARD, SH, SH_N
     ("today at 5pm", "2026-11-30T17:00:00+08:00"),
     ("at 7:30 pm", "2026-11-30T19:30:00+08:00"),
     ("at seven thirty pm", "2026-11-30T19:30:00+08:00"),
-    ("at half past seven", "2026-12-01T07:30:00+08:00"),
+    ("at half past seven", "2026-11-30T19:30:00+08:00"),  # 12-hour reading: 19:30 is the next half past seven
     ("quarter to 8 pm tomorrow", "2026-12-01T19:45:00+08:00"),
-    ("on Monday at 9", "2026-11-30T09:00:00+08:00"),  # today is Monday and 9:00 is still ahead
+    ("on Monday at 9", "2026-11-30T09:00:00+08:00"),  # a named day reads the hour as written; 9:00 is still ahead
     ("on Wednesday at 9", "2026-12-02T09:00:00+08:00"),
     ("next Monday at 9", "2026-12-07T09:00:00+08:00"),
     ("tonight at 8", "2026-11-30T20:00:00+08:00"),
@@ -159,3 +160,59 @@ def test_recurrence(text, rule):
 ])
 def test_reminder_offset(text, minutes):
     assert parse_reminder_offset(text)[0] == minutes
+
+
+def _at(hour: int, minute: int = 0) -> datetime:
+    return SH_NOW.replace(hour=hour, minute=minute)
+
+
+# The one rule for an hour without am/pm (module docstring; docs/schedules.md): on today or no stated day it is the
+# next such hour on the 12-hour clock; on a named later day or in a repeat it is read as written (morning reading).
+TWELVE_HOUR = [
+    # (said, request time, expected)
+    ("at 7", _at(10), "2026-11-30T19:00:00+08:00"),
+    ("at 7", _at(6), "2026-11-30T07:00:00+08:00"),
+    ("at 9", _at(20), "2026-11-30T21:00:00+08:00"),
+    ("at 7", _at(20), "2026-12-01T07:00:00+08:00"),  # both past today: the next is tomorrow morning
+    ("at 12", _at(10), "2026-11-30T12:00:00+08:00"),
+    ("at 12", _at(13), "2026-12-01T00:00:00+08:00"),
+    ("at 7:30", _at(10), "2026-11-30T19:30:00+08:00"),
+    ("at seven o'clock", _at(10), "2026-11-30T19:00:00+08:00"),
+    ("today at 7", _at(10), "2026-11-30T19:00:00+08:00"),
+    ("七点", _at(10), "2026-11-30T19:00:00+08:00"),
+    ("7点", _at(6), "2026-11-30T07:00:00+08:00"),
+    ("九点", _at(20), "2026-11-30T21:00:00+08:00"),
+    ("今天七点半", _at(10), "2026-11-30T19:30:00+08:00"),
+    # explicit: am/pm, a part of day, or the 24-hour clock
+    ("at 7 am", _at(10), "2026-12-01T07:00:00+08:00"),
+    ("at 7 pm", _at(6), "2026-11-30T19:00:00+08:00"),
+    ("at 07:00", _at(6, 30), "2026-11-30T07:00:00+08:00"),
+    ("at 07:00", _at(10), "2026-12-01T07:00:00+08:00"),
+    ("at 19:00", _at(6), "2026-11-30T19:00:00+08:00"),
+    ("早上七点", _at(10), "2026-12-01T07:00:00+08:00"),
+    ("晚上七点", _at(6), "2026-11-30T19:00:00+08:00"),
+    ("下午3点", _at(10), "2026-11-30T15:00:00+08:00"),
+    ("十九点", _at(6), "2026-11-30T19:00:00+08:00"),
+    # a named later day: the hour as written
+    ("tomorrow at 7", _at(10), "2026-12-01T07:00:00+08:00"),
+    ("tomorrow at 7", _at(20), "2026-12-01T07:00:00+08:00"),
+    ("明天七点", _at(10), "2026-12-01T07:00:00+08:00"),
+    ("on Wednesday at 9", _at(10), "2026-12-02T09:00:00+08:00"),
+    ("周三九点", _at(10), "2026-12-02T09:00:00+08:00"),
+]
+
+
+@pytest.mark.parametrize("text, now, expected", TWELVE_HOUR)
+def test_an_hour_without_am_pm(text, now, expected):
+    match = parse_when(text, now, SH)
+    assert match.when is not None and not match.vague, text
+    assert match.when.isoformat() == expected
+
+
+def test_today_at_an_hour_both_halves_past_is_reported_past():
+    match = parse_when("today at 7", _at(20), SH)
+    assert match.when.isoformat() == "2026-11-30T19:00:00+08:00" and match.when < _at(20) and match.explicit_day
+
+
+def test_a_repeat_reads_the_hour_as_written():
+    assert parse_when("at 7", _at(10), SH, repeating=True).when.isoformat() == "2026-12-01T07:00:00+08:00"

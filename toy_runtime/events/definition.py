@@ -49,6 +49,8 @@ class Resolution:
     error: str | None = None
     error_code: str | None = None
     question: str | None = None  # the focused clarification question when incomplete
+    # only the user can settle what is missing (their words outrank any model's proposal): ask, skip the fallback
+    needs_user: bool = False
 
     @property
     def complete(self) -> bool:

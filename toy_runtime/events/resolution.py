@@ -97,7 +97,8 @@ async def resolve_request(
     audit.record("event.resolution", event_id=request.event_id, name=definition.name, path=path.value,
                  complete=resolution.complete, missing=list(resolution.missing + resolution.ambiguous),
                  error=resolution.error, arguments_error=request.arguments_error)
-    if resolution.complete or resolution.error or not definition.llm_fallback or fallback is None:
+    if (resolution.complete or resolution.error or resolution.needs_user or not definition.llm_fallback
+            or fallback is None):
         return _finish(registry, definition, resolution, path, started)
 
     missing = tuple(dict.fromkeys(resolution.missing + resolution.ambiguous))

@@ -16,6 +16,8 @@ from ..events.definition import EventDefinition, ExecutionContext, Resolution, R
 from ..events.model import ResultPolicy, Risk
 from ..ports.calendar import CalendarStore, ScheduleRequest
 from .numbers import parse_number
+from .calendar_speech import confirmation, failure_line
+from .repeats import parse_recurrence, parse_reminder_offset
 from .text import blank_spans, collapse_spaces, has_cjk, wants_chinese
 from .timeparse import (
     WEEKDAY_CODES,
@@ -23,8 +25,6 @@ from .timeparse import (
     localize,
     normalize_text,
     parse_iso,
-    parse_recurrence,
-    parse_reminder_offset,
     parse_when,
     rfc3339,
     zone_of,
@@ -91,10 +91,6 @@ _ZH_FILLER = re.compile(r"请|麻烦你?|帮我|给我|记得|记住|别忘了|�
 _ZH_LEAD = re.compile(r"^(?:[的要:：,，、\s]|一下|提醒)+")
 _ZH_TRAIL = re.compile(r"(?:吧|哦|啊|呀|哈|嘛|一下|好吗|好不好|可以吗|行吗|谢谢|了|[。！!？?,，、;；:：\s])+$")
 
-_EN_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-              "November", "December")
-_ZH_WEEKDAY_NAMES = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 
 
 class _Invalid(ValueError):
@@ -210,12 +206,19 @@ def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime |
 
 # -- resolver ------------------------------------------------------------------------------------------
 
+TIME_QUESTION_EN = "What time should I remind you?"
+TIME_QUESTION_ZH = "你想让我几点提醒你？"
+# how this plugin's own questions end (`_time_question`, the past-time failure line): the child's next words answer
+# them, so the request they answer is read together with the answer
+_OUR_QUESTION = re.compile(r"should I remind you\?|remind you about(?:, and when)?\?|提醒你[？?]|提醒你什么|要改到什么时候")
+
+
 def _time_question(chinese: bool, day_phrase: str | None) -> str:
     if chinese:
-        return f"{day_phrase}几点提醒你？" if day_phrase and has_cjk(day_phrase) else "你想让我几点提醒你？"
+        return f"{day_phrase}几点提醒你？" if day_phrase and has_cjk(day_phrase) else TIME_QUESTION_ZH
     if day_phrase and not has_cjk(day_phrase):
         return f"What time {day_phrase} should I remind you?"
-    return "What time should I remind you?"
+    return TIME_QUESTION_EN
 
 
 def _weekdays_of(recurrence: Mapping[str, Any] | None) -> set[int] | None:
@@ -228,40 +231,87 @@ def _weekdays_of(recurrence: Mapping[str, Any] | None) -> set[int] | None:
     return None
 
 
-def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
-    """Structured values first; missing pieces from the utterance; vague or absent time → clarification."""
-    given = {k: v for k, v in (proposed or {}).items() if v is not None}
-    utterance = normalize_text(ctx.utterance)
-    title_given = collapse_spaces(str(given["title"]))[:MAX_TITLE] if "title" in given else ""
-    chinese = has_cjk(title_given) or wants_chinese(utterance, ctx.locale)
+def _answered_request(ctx: ResolveContext) -> str:
+    """The child's earlier request when the toy's last line was this plugin's question, else "".
 
-    tz = str(given.get("timezone") or ctx.timezone).strip()
+    "remind me to water the plants" → "What time should I remind you?" → "at 5 pm": the answer alone has no title,
+    and "tomorrow morning" → "What time tomorrow morning should I remind you?" → "at 7" has no day.
+    """
+    history = list(ctx.history)
+    if len(history) < 2 or history[-1].get("role") != "assistant" or history[-2].get("role") != "user":
+        return ""
+    if not _OUR_QUESTION.search(normalize_text(history[-1].get("content", ""))):
+        return ""
+    return normalize_text(history[-2].get("content", ""))
+
+
+def _stated_title(text: str) -> bool:
+    """True when the words name the activity ("remind me to …", "提醒我…", "wake me up"), not just leftovers."""
+    return bool(_EN_MARKER.search(text) or _EN_WAKE.search(text) or _ZH_MARKER.search(text))
+
+
+def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
+    """What the child's words say: (text, recurrence, reminder, spans, time match).
+
+    The earlier request and the answer are read as one request; when together they are not precise (the answer
+    replaced a time said before) the answer's own time counts.
+    """
+    texts = [f"{earlier}, {utterance}", utterance] if earlier else [utterance]
+    readings = []
+    for text in texts:
+        recurrence, rec_spans = parse_recurrence(text)
+        reminder, rem_spans = parse_reminder_offset(text)
+        spoken = parse_when(blank_spans(text, rec_spans + rem_spans), ctx.request_time, tz,
+                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None)
+        readings.append((text, recurrence, reminder, rec_spans + rem_spans + spoken.spans, spoken))
+        if spoken.found:
+            break
+    return next((r for r in readings if r[4].found), readings[0])
+
+
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+    """The child's words first; proposed values fill only what the words leave open; no time said → ask.
+
+    - Time: a time the child said wins over any proposed `start_at`. When the child said no time, or only a vague
+      one ("tomorrow morning", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
+      call or EventAgent answer) is never accepted, because both invocation modes must give the same result and
+      a guessed time is a side effect the child did not ask for. Without any words (a structured command from
+      `events resolve` or a remote client) the proposed `start_at` is the request.
+    - Title, repeat rule and advance warning: stated in the words ("remind me to …", "every day", "10 minutes
+      before") they win; otherwise the proposal fills them, and words left over after the time is taken out are
+      the title only when nothing else names one.
+    - Zone: the words are read in the session's zone; a proposed zone counts only for a structured command.
+    """
+    given = {k: v for k, v in (proposed or {}).items() if v is not None}
+    utterance = normalize_text(ctx.utterance).strip()
+    title_given = collapse_spaces(str(given["title"]))[:MAX_TITLE] if "title" in given else ""
+    tz = str((given.get("timezone") if not utterance else None) or ctx.timezone).strip()
     try:
         zone_of(tz)
     except ValueError:
         return Resolution(arguments={}, error=f"unknown time zone {tz!r}", error_code="unknown_timezone")
     args: dict[str, Any] = {"timezone": tz}
 
+    earlier = _answered_request(ctx) if utterance else ""
+    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx)
+    chinese = has_cjk(title_given) or wants_chinese(text, ctx.locale)
     try:
-        if "recurrence" in given:
-            recurrence, rec_spans = _recurrence(given["recurrence"]), ()
-        else:
-            recurrence, rec_spans = parse_recurrence(utterance)
-        if "reminder_minutes" in given:
-            reminder, rem_spans = _reminder(given["reminder_minutes"]), ()
-        else:
-            reminder, rem_spans = parse_reminder_offset(utterance)
-        # the utterance is always read: its time words must not end up in the title
-        spoken = parse_when(blank_spans(utterance, rec_spans + rem_spans), ctx.request_time, tz,
-                            weekdays=_weekdays_of(recurrence))
-        if "start_at" in given:
+        if recurrence is None and "recurrence" in given:
+            recurrence = _recurrence(given["recurrence"])
+        if reminder is None and "reminder_minutes" in given:
+            reminder = _reminder(given["reminder_minutes"])
+        if utterance:
+            when, day_phrase, vague = spoken.when, spoken.day_phrase, spoken.vague
+        elif "start_at" in given:
             when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence))
+            vague = True  # a proposed value that is not a precise time was meant to be one
         else:
-            when, day_phrase = spoken.when, spoken.day_phrase
+            when, day_phrase, vague = None, None, False
     except _Invalid as exc:
         return Resolution(arguments=args, error=str(exc), error_code=exc.code)
 
-    title = title_given or extract_title(utterance, rec_spans + rem_spans + spoken.spans)
+    heard_title = extract_title(text, spans) if text else ""
+    title = (heard_title if heard_title and _stated_title(text) else "") or title_given or heard_title
     if title:
         args["title"] = title
     if recurrence is not None:
@@ -271,13 +321,13 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
 
     if when is None:
         # a time that was said but is not precise is "ambiguous"; no time at all is "missing"
-        vague = True if "start_at" in given else spoken.vague
         if not title:
             question = "要提醒你什么，什么时候提醒？" if chinese else "What should I remind you about, and when?"
         else:
             question = _time_question(chinese, day_phrase)
+        # with words, only the child can give the time: the EventAgent is not asked to guess it
         return Resolution(arguments=args, missing=(() if title else ("title",)) + (() if vague else ("start_at",)),
-                          ambiguous=("start_at",) if vague else (), question=question)
+                          ambiguous=("start_at",) if vague else (), question=question, needs_user=bool(utterance))
     zone = zone_of(tz)
     when = when.astimezone(zone)
     allowed = _weekdays_of(recurrence)
@@ -297,69 +347,6 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
         return Resolution(arguments=args, missing=("title",),
                           question="要提醒你什么呢？" if chinese else "What should I remind you about?")
     return Resolution(arguments=args)
-
-
-# -- spoken confirmation ---------------------------------------------------------------------------------
-
-def _clock_en(when: datetime) -> str:
-    hour = when.hour % 12 or 12
-    return f"{hour}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'}"
-
-
-def _clock_zh(when: datetime) -> str:
-    h = when.hour
-    part = "凌晨" if h < 6 else "上午" if h < 12 else "中午" if h == 12 else "下午" if h < 18 else "晚上"
-    return f"{part}{h % 12 or 12}:{when.minute:02d}"
-
-
-def _date_en(when: datetime) -> str:
-    return f"{_EN_WEEKDAY_NAMES[when.weekday()]}, {_EN_MONTHS[when.month - 1]} {when.day}"
-
-
-def _join_en(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    """The deterministic spoken confirmation with the normalized date, time and title.
-
-    English: "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
-    Chinese (a Chinese title): "好的，12月1日 上午7:00 提醒你：刷牙。"
-    """
-    title = str(arguments.get("title") or result.get("title") or "")
-    when = datetime.fromisoformat(str(arguments.get("start_at") or result["start_at"]))
-    recurrence = arguments.get("recurrence") or result.get("recurrence")
-    frequency = recurrence.get("frequency") if recurrence else None
-    if has_cjk(title) or result.get("locale") == "zh":
-        day = f"{when.month}月{when.day}日"
-        if frequency == "daily":
-            return f"好的，每天 {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
-        if frequency == "weekdays":
-            return f"好的，每个工作日 {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
-        if frequency == "weekly":
-            days = "、".join(_ZH_WEEKDAY_NAMES[WEEKDAY_CODES.index(d)] for d in recurrence.get("days", []))
-            return f"好的，每{days} {_clock_zh(when)} 提醒你：{title}（从{day}开始）。"
-        return f"好的，{day} {_clock_zh(when)} 提醒你：{title}。"
-    if frequency == "daily":
-        repeat = "every day"
-    elif frequency == "weekdays":
-        repeat = "every weekday"
-    elif frequency == "weekly":
-        repeat = "every " + _join_en([_EN_WEEKDAY_NAMES[WEEKDAY_CODES.index(d)] for d in recurrence.get("days", [])])
-    else:
-        return f"OK, I'll remind you to {title} on {_date_en(when)} at {_clock_en(when)}."
-    return f"OK, I'll remind you to {title} {repeat} at {_clock_en(when)}, starting {_date_en(when)}."
-
-
-def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
-    """A short corrective line when the schedule was rejected or could not be stored."""
-    chinese = has_cjk(str(arguments.get("title", ""))) or info.get("locale") == "zh"
-    code = info.get("code")
-    if code == "past_time":
-        return "这个时间已经过去了，要改到什么时候？" if chinese else "That time has already passed. When should I remind you?"
-    if code == "unknown_timezone":
-        return "抱歉，我不认识这个时区。" if chinese else "Sorry, I don't know that time zone."
-    return "抱歉，我没能添加这个提醒。" if chinese else "Sorry, I couldn't add that reminder."
 
 
 def definition(store: CalendarStore) -> EventDefinition:

@@ -4,11 +4,17 @@ Arguments: `mode` absolute|relative|mute|unmute; `value` 0..100 only for absolut
 for relative. "Set to 30" is absolute 30, "up by 30" is relative +30. A request without a number ("a bit louder",
 "声音大一点", "quieter") is relative by the configured step (DEFAULT_STEP = 10 percentage points).
 Changing the level of a muted speaker also unmutes it: asking for "louder" and hearing nothing would be a failure.
+
+The child's words outrank the model (design §3.2; the same rule in both invocation modes and for EventAgent answers):
+a level, direction, step size or mute the child said wins over proposed arguments, and proposed arguments only fill
+what the words leave open ("change it by 20" + a proposed +20 → +20; "change the volume" + a proposed 30 → 30;
+"set the volume to 30" + a proposed 80 → 30; "louder" + a proposed -20 → +step).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Mapping
 
@@ -18,7 +24,8 @@ from ..ports.device import Mixer, MixerError
 from ..signals import SignalBus, VolumeSignal
 from .numbers import NumberSpan, find_numbers, normalize, parse_number
 from .text import blank_spans, has_cjk, wants_chinese
-from .timeparse import parse_recurrence, parse_reminder_offset, parse_when
+from .repeats import parse_recurrence, parse_reminder_offset
+from .timeparse import parse_when
 
 NAME = "device.volume.adjust"
 TOOL_NAME = "adjust_device_volume"
@@ -105,40 +112,6 @@ def _range_error(arguments: Mapping[str, Any]) -> Resolution | None:
     return None
 
 
-def parse_utterance(text: str, ctx: ResolveContext, step: int = DEFAULT_STEP) -> Resolution:
-    """Read a volume request from the user's words (English or Chinese) without any provider arguments."""
-    s = normalize(text or "")
-    if _UNMUTE.search(s):
-        return Resolution(arguments={"mode": "unmute"})
-    if _MUTE.search(s):
-        return Resolution(arguments={"mode": "mute"})
-    direction = _direction(s)
-    numbers = _volume_numbers(s, ctx)
-    if len({n.value for n in numbers}) > 1:
-        return Resolution(arguments={}, ambiguous=("mode",), question=_question(ctx))
-    if not numbers:
-        if _MAX.search(s):
-            return Resolution(arguments={"mode": "absolute", "value": 100})
-        if _MIN.search(s):
-            return Resolution(arguments={"mode": "absolute", "value": 0})
-        if direction is None:
-            question = _direction_question(ctx) if (_UP.search(s) and _DOWN.search(s)) else _question(ctx)
-            return Resolution(arguments={}, missing=("mode",), question=question)
-        return Resolution(arguments={"mode": "relative", "delta": direction * step})
-    number = numbers[0]
-    before = s[: number.start]
-    if rel := _REL_BEFORE.search(before):
-        sign = 1 if rel.group("up") else -1 if rel.group("down") else direction  # "调小二十" names its own sign
-        if sign is None:
-            return Resolution(arguments={"mode": "relative"}, ambiguous=("delta",), question=_direction_question(ctx))
-        args: dict[str, Any] = {"mode": "relative", "delta": sign * number.value}
-    elif _ABS_BEFORE.search(before) or direction is None:
-        args = {"mode": "absolute", "value": number.value}
-    else:  # "turn it up 20", "louder 20"
-        args = {"mode": "relative", "delta": direction * number.value}
-    return _range_error(args) or Resolution(arguments=args)
-
-
 _VOLUME_AT = re.compile(r"\b(?:volume|sound|level|it)\s+$")
 
 
@@ -199,69 +172,157 @@ def _whole_number(raw: Any, *, signed: bool) -> int:
     raise _BadNumber(raw)
 
 
+@dataclass(frozen=True)
+class _Said:
+    """What one source (the child's words, or proposed arguments) settles about a volume change.
+
+    `mode` absolute|relative|mute|unmute or None when not settled; `value` an absolute level; `sign` +1/-1 and
+    `amount` (magnitude) of a relative change, each None when left open; `choices` several different numbers were
+    said and the level or amount is one of them; `torn` louder and quieter were both said.
+    """
+
+    mode: str | None = None
+    value: int | None = None
+    sign: int | None = None
+    amount: int | None = None
+    choices: tuple[int, ...] = ()
+    torn: bool = False
+
+    def settled(self) -> bool:
+        """True when nothing is left open: a mute/unmute, a level, or a change with its direction and size."""
+        return self.mode in ("mute", "unmute") or (self.mode == "absolute" and self.value is not None) or (
+            self.mode == "relative" and self.sign is not None and self.amount is not None)
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing about the volume was settled."""
+        return self == _Said()
+
+
+def _hear(text: str, ctx: ResolveContext) -> _Said:
+    """What the user's words (English or Chinese) settle, field by field."""
+    s = normalize(text or "")
+    if _UNMUTE.search(s):
+        return _Said(mode="unmute")
+    if _MUTE.search(s):
+        return _Said(mode="mute")
+    direction = _direction(s)
+    numbers = _volume_numbers(s, ctx)
+    torn = direction is None and bool(_UP.search(s) and _DOWN.search(s))
+    if len({n.value for n in numbers}) > 1:
+        return _Said(sign=direction, choices=tuple(dict.fromkeys(n.value for n in numbers)), torn=torn)
+    if not numbers:
+        if _MAX.search(s):
+            return _Said(mode="absolute", value=100)
+        if _MIN.search(s):
+            return _Said(mode="absolute", value=0)
+        return _Said(mode="relative", sign=direction) if direction is not None else _Said(torn=torn)
+    number = numbers[0]
+    before = s[: number.start]
+    if rel := _REL_BEFORE.search(before):
+        sign = 1 if rel.group("up") else -1 if rel.group("down") else direction  # "调小二十" names its own sign
+        return _Said(mode="relative", sign=sign, amount=number.value, torn=torn)
+    if _ABS_BEFORE.search(before) or direction is None:
+        return _Said(mode="absolute", value=number.value)
+    return _Said(mode="relative", sign=direction, amount=number.value)  # "turn it up 20", "louder 20"
+
+
+def _offered(given: Mapping[str, Any]) -> _Said:
+    """What proposed arguments (ChatAgent tool call or EventAgent answer) settle; raises _BadNumber / KeyError."""
+    mode = sign = None
+    if "mode" in given:
+        mode, sign = _MODE_ALIASES[str(given["mode"]).strip().lower()]
+    value = _whole_number(given["value"], signed=False) if "value" in given else None
+    delta = _whole_number(given["delta"], signed=True) if "delta" in given else None
+    if mode is None:
+        mode = "absolute" if value is not None and delta is None else "relative" if delta is not None and value is None \
+            else None
+    amount = None
+    if delta is not None:
+        amount = abs(delta)
+        if sign is None and delta != 0:
+            sign = 1 if delta > 0 else -1
+    return _Said(mode=mode, value=value, sign=sign, amount=amount)
+
+
+def _merge(said: _Said, offered: _Said) -> _Said:
+    """The child's words win field by field; the proposal only fills what the words leave open."""
+    if said.mode in ("mute", "unmute") or said.mode == "absolute":
+        return said
+    if said.choices:
+        # several numbers were said: a proposal may pick one of them, never bring a new one
+        if offered.mode == "absolute" and offered.value in said.choices:
+            return _Said(mode="absolute", value=offered.value)
+        if offered.mode == "relative" and offered.amount in said.choices:
+            return _Said(mode="relative", sign=said.sign if said.sign is not None else offered.sign,
+                         amount=offered.amount, torn=said.torn)
+        return said
+    if said.mode == "relative":
+        sign = said.sign if said.sign is not None else (None if said.torn else offered.sign)
+        amount = said.amount
+        if amount is None and offered.mode == "relative" and offered.sign in (None, sign):
+            amount = offered.amount  # "louder" leaves the size open; a proposal in the same direction fills it
+        return _Said(mode="relative", sign=sign, amount=amount, torn=said.torn)
+    if said.torn:  # "up or down?" — the child has not decided; a proposal must not decide for them
+        return said
+    return offered
+
+
+def _verdict(said: _Said, ctx: ResolveContext, step: int, extra: Mapping[str, Any] | None = None) -> Resolution:
+    """Arguments, or the one focused question, for what has been settled."""
+    if said.mode in ("mute", "unmute"):
+        return Resolution(arguments={"mode": said.mode, **(extra or {})})
+    if said.choices:
+        return Resolution(arguments={}, ambiguous=("mode",), question=_question(ctx))
+    if said.mode == "absolute":
+        if said.value is None:
+            return Resolution(arguments={"mode": "absolute"}, missing=("value",), question=_question(ctx))
+        args: dict[str, Any] = {"mode": "absolute", "value": said.value, **(extra or {})}
+    elif said.mode == "relative":
+        if said.sign is None:
+            return Resolution(arguments={"mode": "relative"}, ambiguous=("delta",), question=_direction_question(ctx))
+        args = {"mode": "relative", "delta": said.sign * (said.amount if said.amount is not None else step),
+                **(extra or {})}
+    else:
+        question = _direction_question(ctx) if said.torn else _question(ctx)
+        return Resolution(arguments={}, missing=("mode",), question=question)
+    return _range_error(args) or Resolution(arguments=args)
+
+
+def parse_utterance(text: str, ctx: ResolveContext, step: int = DEFAULT_STEP) -> Resolution:
+    """Read a volume request from the user's words (English or Chinese) without any provider arguments."""
+    return _verdict(_hear(text, ctx), ctx, step)
+
+
+_FORBIDDEN = {"absolute": ("delta",), "relative": ("value",), "mute": ("value", "delta"), "unmute": ("value", "delta")}
+
+
 def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext, *, step: int = DEFAULT_STEP) -> Resolution:
-    """Provider arguments first (normalized), gaps filled from the utterance; range checked before any execution."""
+    """The child's words first, field by field; proposed arguments (normalized) fill only what the words leave open.
+
+    "set the volume to 30" with a proposed {"mode": "absolute", "value": 80} is 30; "louder" with a proposed
+    delta of -20 is +step (the words name the direction, and a proposal that contradicts them says nothing about
+    the size); "change the volume" with a proposed 30 is 30. Range is checked before any execution.
+    """
+    said = _hear(ctx.utterance, ctx)
     given = {k: v for k, v in (proposed or {}).items() if k in ("mode", "value", "delta") and v is not None}
     if not given:
-        return parse_utterance(ctx.utterance, ctx, step)
-    parsed: list[Resolution] = []
-
-    def heard_arguments() -> Mapping[str, Any]:
-        """The user's own words, parsed only when the provider's arguments leave a gap (it costs ~0.5 ms)."""
-        if not parsed:
-            parsed.append(parse_utterance(ctx.utterance, ctx, step))
-        return parsed[0].arguments if parsed[0].complete else {}
-
-    direction: int | None = None
-    mode: str | None = None
-    if "mode" in given:
-        alias = _MODE_ALIASES.get(str(given["mode"]).strip().lower())
-        if alias is None:
-            return Resolution(arguments={}, ambiguous=("mode",), question=_question(ctx))
-        mode, direction = alias
+        return _verdict(said, ctx, step)
+    heard = _verdict(said, ctx, step)
+    if heard.error or said.settled():
+        return heard  # the words settle everything: nothing is left for a proposal to fill
     try:
-        value = _whole_number(given["value"], signed=False) if "value" in given else None
-        delta = _whole_number(given["delta"], signed=True) if "delta" in given else None
+        offered = _offered(given)
+    except KeyError:  # a mode word we do not know
+        return Resolution(arguments={}, ambiguous=("mode",), question=_question(ctx))
     except _BadNumber as exc:
         return Resolution(arguments={}, error=f"not a whole number: {exc.args[0]!r}", error_code="invalid_arguments")
-
-    if mode is None:
-        if value is not None and delta is None:
-            mode = "absolute"
-        elif delta is not None and value is None:
-            mode = "relative"
-        elif heard_arguments().get("mode") in ("absolute", "relative"):
-            mode = heard_arguments()["mode"]
-        else:
-            return Resolution(arguments={}, ambiguous=("mode",), question=_question(ctx))
-
-    args: dict[str, Any] = {"mode": mode}
-    if value is not None:
-        args["value"] = value
-    if mode == "relative":
-        if delta is not None and direction is not None:
-            delta = direction * abs(delta)  # {"mode": "down", "delta": 20} means -20
-        if delta is None:
-            heard = heard_arguments()
-            if heard.get("mode") == "relative":
-                delta = heard["delta"] if direction is None else direction * abs(heard["delta"])
-            elif direction is not None:
-                delta = direction * step
-            else:
-                return Resolution(arguments=args, ambiguous=("delta",), question=_direction_question(ctx))
-        elif (said := _direction(normalize(ctx.utterance or ""))) is not None and (said > 0) != (delta > 0):
-            # the provider and the user's own words disagree on louder vs quieter: ask, never guess
-            return Resolution(arguments=args, ambiguous=("delta",), question=_direction_question(ctx))
-    if delta is not None:
-        args["delta"] = delta
-    if mode == "absolute" and "value" not in args:
-        heard = heard_arguments()
-        if heard.get("mode") == "absolute":
-            args["value"] = heard["value"]
-        else:
-            return Resolution(arguments=args, missing=("value",), question=_question(ctx))
-    # mode-specific forbidden fields are left in place on purpose: the JSON Schema rejects them
-    return _range_error(args) or Resolution(arguments=args)
+    if not said.empty:
+        return _verdict(_merge(said, offered), ctx, step)
+    # the words say nothing about the volume: the proposal stands alone, and fields its mode forbids are kept
+    # so that the JSON Schema rejects a self-contradicting proposal instead of this resolver picking a side
+    extra = {k: given[k] for k in _FORBIDDEN.get(offered.mode or "", ()) if k in given}
+    return _verdict(offered, ctx, step, extra)
 
 
 _GATE_TOPIC = re.compile(r"\b(?:volume|sound|loud|louder|quiet|quieter|softer|un-?mute|mute)\b"

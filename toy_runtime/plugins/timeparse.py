@@ -11,8 +11,16 @@ What is understood (everything else is "no time" or "vague", and vague times are
 
 Reading rules (documented so nothing is a silent guess):
 
-- An hour without am/pm or a part-of-day word is read on the 24-hour clock: "at 9" = 09:00, "7点" = 07:00,
-  "at 19:00" = 19:00. "am/pm", "morning/afternoon/evening/tonight" and 早上/上午/中午/下午/晚上/凌晨 adjust it.
+- An hour 1-12 without am/pm or a part-of-day word, on today or on no stated day, has a 12-hour reading: it is the
+  next such hour, whichever of h:mm and (h+12):mm comes first after the request time ("at 7" said at 10:00 → 19:00
+  today; at 06:00 → 07:00 today; "at 9" at 20:00 → 21:00 today; "七点" follows the same rule). One rule, never a
+  question: a child who says "at 7" at breakfast means tonight, and the spoken confirmation names AM/PM.
+  "today at 7" said after 19:00 is past (the caller says so and asks again).
+- The same hour on a named later day ("tomorrow at 7", "on Wednesday at 9", "明天7点半") or in a repeat ("every day
+  at 7") is read as written, the morning reading: 7 → 07:00, 12 → noon. Wake-ups and school mornings are what such
+  requests are mostly about; the confirmation says "7:00 AM" so a wrong guess is heard and can be corrected.
+- Hours written on the 24-hour clock ("at 19:00", "at 07:30", "十九点", "0点") are taken as written.
+  "am/pm", "morning/afternoon/evening/tonight" and 早上/上午/中午/下午/晚上/凌晨 make any hour explicit.
 - "on Monday"/"周一" is the nearest Monday whose time is still ahead (today counts);
   "next Monday"/"下周一" is the Monday of next calendar week (weeks start on Monday); "this Friday"/"这周五" is the
   Friday of this week, even if already past (the caller then reports a past time).
@@ -28,10 +36,11 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Collection
+from typing import Collection
 from zoneinfo import ZoneInfo
 
 from .numbers import NUMBER_PATTERN, ZH_NUMERAL_CHARS, parse_number
+from .text import blank_spans
 
 UTC = timezone.utc
 WEEKDAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")  # index == date.weekday()
@@ -223,6 +232,7 @@ class _Scan:
     week_shift: int | None = None  # 0 = this calendar week, 1 = next; None = nearest upcoming
     daypart: str | None = None
     clock: tuple[int, int, str | None] | None = None  # (hour, minute, meridiem 'a'/'p')
+    clock_24h: bool = False  # the hour was written "07": 24-hour notation, never a 12-hour reading
     noon: bool = False
     duration_min: float | None = None
     vague: bool = False
@@ -288,7 +298,9 @@ def _scan(s: str, today: date) -> _Scan:
         scan.weekdays.add(_EN_WEEKDAYS.index(m.group("wd").lower()))
         _set_week(scan, 1 if q == "next" else 0 if q == "this" else None)
         scan.add(m, day_word=True)
+    zh_weekday_spans: list[Span] = []
     for m in _ZH_WEEKDAY_RE.finditer(s):
+        zh_weekday_spans.append(m.span())
         q = m.group("q") or ""
         scan.weekdays.add(_ZH_WEEKDAY[m.group("wd")])
         _set_week(scan, 1 if q.startswith("下") else 0 if q else None)
@@ -346,8 +358,10 @@ def _scan(s: str, today: date) -> _Scan:
             scan.conflict = True
             continue
         _set_clock(scan, (hour, minute, (m.group("mer") or "").lower() or None))
+        scan.clock_24h |= _zero_padded(m.group("h"))
         scan.spans.append(m.span())
-    for m in _ZH_CLOCK.finditer(s):
+    # "周三九点": the 三 belongs to the weekday, not to an hour "三九"
+    for m in _ZH_CLOCK.finditer(blank_spans(s, zh_weekday_spans)):
         if m.group("h") == "一" and m.start() > 0 and s[m.start() - 1] in _A_BIT_BEFORE:
             continue  # "晚一点" is "a bit later", not one o'clock
         hour = _number(m.group("h"))
@@ -361,6 +375,7 @@ def _scan(s: str, today: date) -> _Scan:
             scan.conflict = True
             continue
         _set_clock(scan, (hour, minute, None))
+        scan.clock_24h |= _zero_padded(m.group("h"))
         scan.spans.append(m.span())
     for m in _EN_NOON.finditer(s):
         scan.noon = True
@@ -408,6 +423,10 @@ def _set_date(scan: _Scan, value: date | None) -> None:
     scan.date = value or scan.date
 
 
+def _zero_padded(token: str | None) -> bool:
+    return bool(token) and len(token) == 2 and token.startswith("0")
+
+
 def _set_clock(scan: _Scan, clock: tuple[int, int, str | None]) -> None:
     if scan.clock is not None and scan.clock != clock:
         scan.conflict = True
@@ -437,10 +456,12 @@ def _day_phrase(s: str, scan: _Scan) -> str | None:
     return joiner.join(parts)
 
 
-def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] | None = None) -> TimeMatch:
+def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] | None = None,
+               repeating: bool = False) -> TimeMatch:
     """Read one time from `text` against the captured `now` (aware) in IANA zone `tz`.
 
     `weekdays` (0 = Monday) restricts a time given without a day, e.g. the days of a recurrence rule.
+    `repeating` says the time belongs to a repeat rule ("every day at 7"), whose hour is read as written.
     Raises ValueError for an unknown zone or a naive `now`.
     """
     if now.tzinfo is None:
@@ -482,10 +503,45 @@ def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] |
             return vague
         return TimeMatch(spans=spans)
 
-    when = _place(scan, hour, minute, local_now, zone, weekdays)
+    if _half_day_open(scan, today, repeating or bool(weekdays)):
+        when = _next_of_two(scan, hour % 12, minute, local_now, zone, weekdays)
+    else:
+        when = _place(scan, hour, minute, local_now, zone, weekdays)
     if when is None:
         return vague
     return TimeMatch(when=when, day_phrase=phrase, spans=spans, explicit_day=explicit_day)
+
+
+def _half_day_open(scan: _Scan, today: date, repeating: bool) -> bool:
+    """True when an hour could be either half of the day and lands on today or the next day said nowhere.
+
+    "at 7", "7点", "today at 7", "half past seven": no am/pm, no part of day, an hour 1-12 not written "07".
+    A named later day ("tomorrow at 7", "on Monday at 9", "明天7点") and a repeat ("every day at 7") read the hour
+    as written instead (the morning reading: 7 → 07:00, 12 → noon).
+    """
+    if scan.clock is None or scan.clock_24h or scan.daypart is not None or scan.noon:
+        return False
+    hour, _, meridiem = scan.clock
+    if meridiem is not None or not 1 <= hour <= 12 or repeating or scan.weekdays:
+        return False
+    if scan.date is not None:
+        return scan.date == today and scan.day_offset in (None, 0)
+    return scan.day_offset in (None, 0)
+
+
+def _next_of_two(scan: _Scan, hour: int, minute: int, local_now: datetime, zone: ZoneInfo,
+                 weekdays: Collection[int] | None) -> datetime | None:
+    """The 12-hour reading: whichever of hour:minute and (hour + 12):minute comes next after now.
+
+    When both are already past on a stated "today", the later one is returned so the caller reports a past time.
+    """
+    candidates = [c for c in (_place(scan, h, minute, local_now, zone, weekdays) for h in (hour, hour + 12)) if c]
+    if not candidates:
+        return None
+    ahead = [c for c in candidates if is_after(c, local_now)]
+    if ahead:
+        return min(ahead, key=lambda c: c.astimezone(UTC))
+    return max(candidates, key=lambda c: c.astimezone(UTC))
 
 
 def _place(scan: _Scan, hour: int, minute: int, local_now: datetime, zone: ZoneInfo,
@@ -517,82 +573,3 @@ def _place(scan: _Scan, hour: int, minute: int, local_now: datetime, zone: ZoneI
         if is_after(candidate, local_now):
             return candidate
     return None
-
-
-# -- recurrence and reminder offsets ---------------------------------------------------------------
-
-_EN_WEEKDAYS_REC = re.compile(
-    r"\b(?:every\s+week\s*day|each\s+week\s*day|every\s+work\s*day|on\s+weekdays|weekdays"
-    r"|(?:monday|mon)\s+(?:to|through|thru|-)\s+(?:friday|fri))\b", _F)
-_EN_WEEKLY_DAYS = re.compile(
-    rf"\b(?:every|each)\s+(?:{_WD_EN})(?:\s*(?:,|and|&|or)\s*(?:(?:every|each)\s+)?(?:{_WD_EN}))*\b"
-    rf"|\bon\s+(?:{_WD_EN})s(?:\s*(?:,|and|&)\s*(?:{_WD_EN})s)*\b", _F)
-_EN_WEEKLY = re.compile(r"\b(?:every\s+week|each\s+week|weekly|once\s+a\s+week)\b", _F)
-_EN_DAILY = re.compile(
-    r"\b(?:every\s*day|each\s+day|daily|every\s+single\s+day)\b|\bevery(?=\s+(?:morning|afternoon|evening|night)\b)",
-    _F)
-_ZH_WEEKDAYS_REC = re.compile(r"(?:每个?)?工作日|(?:每)?(?:周|星期)一(?:到|至)(?:周|星期)?五")
-_ZH_WEEKLY_DAYS = re.compile(
-    r"每个?(?:周|星期|礼拜)(?P<days>[一二三四五六日天](?:\s*[、,，和与及跟]?\s*(?:周|星期|礼拜)?[一二三四五六日天])*)")
-_ZH_WEEKLY = re.compile(r"每个?(?:周|星期|礼拜)(?![一二三四五六日天])")
-_ZH_DAILY = re.compile(r"每天|每日|天天|每个?(?=早上|早晨|晚上|上午|下午|中午)")
-
-
-def parse_recurrence(text: str) -> tuple[dict[str, Any] | None, tuple[Span, ...]]:
-    """A repeat rule in `text` and the spans it used.
-
-    {"frequency": "daily"} | {"frequency": "weekdays"} | {"frequency": "weekly", "days": ["MO", "WE"]} |
-    {"frequency": "weekly"} (days to be taken from the start date) | None.
-    """
-    s = normalize_text(text)
-    for pattern in (_EN_WEEKDAYS_REC, _ZH_WEEKDAYS_REC):
-        m = pattern.search(s)
-        if m:
-            return {"frequency": "weekdays"}, (m.span(),)
-    days: set[int] = set()
-    spans: list[Span] = []
-    for m in _EN_WEEKLY_DAYS.finditer(s):
-        days.update(_EN_WEEKDAYS.index(w.lower()) for w in re.findall(_WD_EN, m.group(0), _F))
-        spans.append(m.span())
-    for m in _ZH_WEEKLY_DAYS.finditer(s):
-        days.update(_ZH_WEEKDAY[c] for c in m.group("days") if c in _ZH_WEEKDAY)
-        spans.append(m.span())
-    if days:
-        return {"frequency": "weekly", "days": [WEEKDAY_CODES[d] for d in sorted(days)]}, tuple(spans)
-    for pattern in (_EN_WEEKLY, _ZH_WEEKLY):
-        m = pattern.search(s)
-        if m:
-            return {"frequency": "weekly"}, (m.span(),)
-    for pattern in (_EN_DAILY, _ZH_DAILY):
-        m = pattern.search(s)
-        if m:
-            return {"frequency": "daily"}, (m.span(),)
-    return None, ()
-
-
-_EN_OFFSET = re.compile(
-    rf"(?:,?\s*(?:and\s+)?(?:please\s+)?(?:remind|alert|notify|warn|tell|ping)\s+me\s+)?"
-    rf"(?:(?P<half>half\s+an?)|(?P<n>{NUMBER_PATTERN}|an?))\s+(?P<u>minutes?|mins?|hours?|hrs?)\s+"
-    rf"(?:before(?:hand)?|ahead(?:\s+of\s+time)?|early|earlier|in\s+advance|prior)\b", _F)
-_ZH_OFFSET = re.compile(
-    rf"[,，]?\s*(?:请)?(?:提前\s*(?P<n>{_ZH_NUM}|半)\s*个?\s*(?P<u>分钟|分|小时|钟头)(?:\s*(?:提醒|通知|叫)(?:我|一下)?)?"
-    rf"|(?P<n2>{_ZH_NUM}|半)\s*个?\s*(?P<u2>分钟|小时|钟头)\s*前\s*(?:提醒|通知|叫)(?:我|一下)?)")
-
-
-def parse_reminder_offset(text: str) -> tuple[int | None, tuple[Span, ...]]:
-    """Minutes of advance warning ("remind me 10 minutes before", "提前10分钟提醒") and the span used."""
-    s = normalize_text(text)
-    m = _EN_OFFSET.search(s)
-    if m:
-        unit = _EN_UNIT_MINUTES[m.group("u").lower().rstrip("s")]
-        n_text = (m.group("n") or "").lower()
-        amount = 0.5 if m.group("half") else 1 if n_text in ("a", "an") else _number(n_text)
-        if amount is not None:
-            return int(amount * unit), (m.span(),)
-    m = _ZH_OFFSET.search(s)
-    if m:
-        n_text, unit_text = (m.group("n"), m.group("u")) if m.group("n") else (m.group("n2"), m.group("u2"))
-        amount = 0.5 if n_text == "半" else _number(n_text)
-        if amount is not None:
-            return int(amount * _ZH_UNIT_MINUTES[unit_text]), (m.span(),)
-    return None, ()
