@@ -38,11 +38,13 @@ def test_chat_schedule_then_list_and_cancel(tmp_path):
 def test_reminder_fires_while_chatting(tmp_path):
     import os
 
+    when: dict[str, datetime] = {}
+
     def answer(request):
-        # The reminder time is taken when the model answers, which is after the turn started: however slow the
-        # machine, it can never be "already in the past" for the turn (its request time came first).
-        start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=2)
-        call = {"title": "drink some water", "start_at": start.isoformat(), "timezone": "UTC"}
+        last = request["messages"][-1]["content"]
+        if "remind me" not in last:
+            return Reply(text="Hello!")
+        call = {"title": "drink some water", "start_at": when["start"].isoformat(), "timezone": "UTC"}
         return Reply(text="Okay!", tool_calls=[("add_schedule", json.dumps(call))])
 
     with ScriptedLLMServer(answer) as server:
@@ -53,22 +55,30 @@ def test_reminder_fires_while_chatting(tmp_path):
                                 stderr=subprocess.PIPE, text=True, env=environ)
         output = LineReader(proc.stdout)
         try:
-            # the child's words carry the time: a proposed time alone is never scheduled ("in a moment" would ask)
-            proc.stdin.write(f"at {start.isoformat()} remind me to drink some water\n")
+            # a first turn proves the process is up and answering, so a slow start cannot eat the reminder's lead
+            proc.stdin.write("hello\n")
+            proc.stdin.flush()
+            output.until(lambda line: line.get("type") == "turn", timeout_s=120)
+            # the child's words carry the time (a proposed time alone is never scheduled); the lead is counted
+            # from a turn that is already running, and a reminder judged "past" fails at once instead of hanging
+            when["start"] = (datetime.now(timezone.utc) + timedelta(seconds=6)).replace(microsecond=0)
+            proc.stdin.write(f"at {when['start'].isoformat()} remind me to drink some water\n")
             proc.stdin.flush()
             # Wait for the reminder itself (an event), not for a wall-clock moment; the bound only stops a broken
             # runtime from hanging the suite.
-            lines = output.until(lambda line: line.get("kind") == "reminder", timeout_s=120)
+            lines = output.until(lambda line: line.get("kind") == "reminder"
+                                 or (line.get("type") == "event" and line.get("status") != "succeeded"),
+                                 timeout_s=120)
         finally:
             proc.stdin.close()
             proc.wait(timeout=60)
             errors = proc.stderr.read()
             proc.stderr.close()
-    reminders = [line for line in lines if line.get("kind") == "reminder"]
-    assert reminders and "drink some water" in reminders[0]["text"], (lines, errors)
     scheduled = [line for line in lines if line.get("type") == "event"]
     assert scheduled and scheduled[0]["status"] == "succeeded", (lines, errors)
-    assert len(server.requests) == 1  # the reminder did not become a user turn
+    reminders = [line for line in lines if line.get("kind") == "reminder"]
+    assert reminders and "drink some water" in reminders[0]["text"], (lines, errors)
+    assert len(server.requests) == 2  # the reminder did not become a user turn
     assert proc.returncode == 0, errors
 
 
