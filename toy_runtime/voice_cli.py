@@ -74,7 +74,14 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     stream = stream or sys.stderr
     loop_ = asyncio.get_running_loop()
     notifier = ServiceNotifier()
-    watchdog = notifier.start_watchdog()
+    mic = None
+
+    def mic_alive() -> bool:
+        # Pings only while the mic delivers (or is idle by design): a mic that stays away makes systemd restart
+        # the toy after WatchdogSec instead of keeping a deaf toy "alive" forever.
+        return mic is None or mic.down_s is None
+
+    watchdog = notifier.start_watchdog(is_healthy=mic_alive)
     started = time.monotonic()
     progress = _progress(stream)
     notifier.status("loading the speech recognizer")
@@ -104,7 +111,9 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         voice_loaded, on_wait=lambda ms: runtime.audit.record("tts.waited_for_voice", ms=ms))
 
     def report_device(event) -> None:
-        runtime.audit.record("audio.device", **dataclasses.asdict(event))
+        fields = dataclasses.asdict(event)
+        fields["event"] = fields.pop("kind")  # `kind` is the audit record's own key ("audio.device")
+        runtime.audit.record("audio.device", **fields)
         log.warning("audio %s: %s %s", event.role, event.kind, event.message)
 
     # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
