@@ -84,7 +84,7 @@ def _refresh_device_list(sd: Any) -> bool:
     sd._terminate()
     sd._initialize()
     _streams.refreshes += 1
-    log.info("re-read PortAudio's device list (%d devices)", len(sd.query_devices()))
+    log.debug("re-read PortAudio's device list (%d devices)", len(sd.query_devices()))
     return True
 
 
