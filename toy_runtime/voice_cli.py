@@ -106,7 +106,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         recognizer = await loading
     except (SpeechEngineError, ValueError) as exc:
         await runtime.aclose()
-        watchdog.cancel()
+        if watchdog is not None:  # None outside systemd
+            watchdog.cancel()
         raise StartError(f"speech recognizer: {exc}") from None
     voice_loaded: asyncio.Future = loop_.create_future()
     synthesizer = LoadingSynthesizer(
