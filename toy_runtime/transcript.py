@@ -68,6 +68,28 @@ def _outcome(item: EventOutcome) -> str:
     return f"  event {r.name}: {r.status.value}" + (f" ({detail})" if detail else "")
 
 
+class _Above:
+    """Other output to the same terminal (progress, log lines): the status line is cleared before it and redrawn
+    after each complete line, so the two never end up on one line."""
+
+    def __init__(self, view: "Transcript", inner: TextIO) -> None:
+        self._view, self._inner = view, inner
+
+    def write(self, text: str) -> int:
+        self._view.clear_status()
+        written = self._inner.write(text)
+        self._inner.flush()
+        if text.endswith("\n"):
+            self._view.redraw_status()
+        return written
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding… of the real stream
+        return getattr(self._inner, name)
+
+
 class Transcript:
     """What was heard and said, events with their outcome, per-turn latency, and the session state on one line."""
 
@@ -78,6 +100,21 @@ class Transcript:
         self._task: asyncio.Task[None] | None = None
         self._signals: SignalBus | None = None
         self._queue: asyncio.Queue | None = None
+        self._guarded: list[tuple[logging.StreamHandler, Any]] = []
+
+    def above(self, other: TextIO) -> TextIO:
+        """`other` (e.g. stderr) wrapped so its lines appear above the status line, when both are on a terminal."""
+        if not self.status_line or not transcript_wanted(other, {}):
+            return other
+        return _Above(self, other)  # type: ignore[return-value]
+
+    def guard_logging(self) -> None:
+        """Route the root logger's terminal handlers through `above` until `aclose`."""
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler.stream, _Above):
+                wrapped = self.above(handler.stream)
+                if wrapped is not handler.stream:
+                    self._guarded.append((handler, handler.setStream(wrapped)))
 
     # -- feeding ----------------------------------------------------------------------------------------
 
@@ -119,6 +156,16 @@ class Transcript:
         else:
             self._write(f"[{_STATUS[state]}]\n")
 
+    def clear_status(self) -> None:
+        """Erase the status line (something else is about to write on the terminal)."""
+        if self.status_line and self.state is not None:
+            self._write(_CLEAR)
+
+    def redraw_status(self) -> None:
+        """Draw the status line again after something else wrote a line."""
+        if self.status_line and self.state is not None:
+            self._write(f"{_CLEAR}[{_STATUS[self.state]}]")
+
     def line(self, text: str) -> None:
         """A transcript line above the status line."""
         if self.status_line:
@@ -142,6 +189,9 @@ class Transcript:
             self._task = None
         if self._signals is not None and self._queue is not None:
             self._signals.unsubscribe(self._queue)
+        for handler, original in self._guarded:
+            handler.setStream(original)
+        self._guarded.clear()
         if self.status_line and self.state is not None:
             self._write(f"{_CLEAR}")
 

@@ -74,6 +74,11 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
     check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
     stream = stream or sys.stderr
+    view = Transcript(sys.stdout, status_line=sys.stdout.isatty()) if transcript_wanted(
+        sys.stdout, flag=transcript) else None
+    if view is not None:  # progress and log lines go above the transcript's status line
+        stream = view.above(stream)
+        view.guard_logging()
     loop_ = asyncio.get_running_loop()
     notifier = ServiceNotifier()
     mic = None
@@ -122,8 +127,6 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
     mic = ReopeningSource(lambda: build_microphone(settings), on_event=report_device)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
-    view = Transcript(sys.stdout, status_line=sys.stdout.isatty()) if transcript_wanted(
-        sys.stdout, flag=transcript) else None
     voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                       pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),

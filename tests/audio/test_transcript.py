@@ -85,6 +85,17 @@ class Tty(io.StringIO):
         return True
 
 
+async def test_other_lines_on_the_terminal_go_above_the_status_line():
+    screen = Tty()  # stdout and stderr on one terminal: what a person sees, in order
+    view = Transcript(screen, status_line=True)
+    stderr = view.above(screen)
+    view.show_state(SessionState.LISTENING)
+    stderr.write("WARNING audio mic: lost\n")
+    assert screen.getvalue() == "\r\x1b[2K[listening]\r\x1b[2KWARNING audio mic: lost\n\r\x1b[2K[listening]"
+    plain = io.StringIO()
+    assert view.above(plain) is plain  # a file, not the terminal: left alone
+
+
 def test_the_transcript_is_for_a_terminal_outside_systemd():
     assert transcript_wanted(Tty(), {}) is True
     assert transcript_wanted(io.StringIO(), {}) is False
