@@ -5,7 +5,9 @@ PortAudio reads its device list once, at initialisation. A USB device that is pu
 back as a new ALSA card ("… (hw:2,0)" instead of "(hw:1,0)"), which the old list never shows: a mic re-opened
 against it fails forever. So when a device cannot be found or opened, `open_device` re-initialises PortAudio and
 tries once more — but only while no stream of this process is open (Pa_Terminate closes every open stream), which
-is why the mic and the speaker open and close their streams through here and share one count.
+is why the mic and the speaker open and close their streams through here and share one count. A stream whose close
+was abandoned (audio/recovery.py gives up on a close that hangs) stays counted, so the list is then not re-read:
+the mic keeps retrying, the service watchdog is withheld, and systemd restarts the toy.
 """
 
 from __future__ import annotations
