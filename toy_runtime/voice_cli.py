@@ -48,11 +48,12 @@ def _progress(stream):
 
 
 async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = False,
-                    stream=None) -> int:
+                    stream=None, transcript: bool | None = None) -> int:
     """The voice loop on real devices. Returns the exit code.
 
     Push-to-talk (`[session] listen_mode = "push_to_talk"`, or the `ptt` command) opens sessions only on a talk
-    button or, with `keyboard`, on Enter; otherwise speech itself opens them.
+    button or, with `keyboard`, on the keyboard (hold space, or Enter to start and stop); otherwise speech itself
+    opens them. `transcript`: show the live transcript on stdout (None: when stdout is a terminal outside systemd).
     """
     push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
     from .startup import process_marks
@@ -69,12 +70,25 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     from .reminders import chat_agent_line, reminder_line, start_scheduler
     from .service import ServiceNotifier, install_shutdown_handlers
     from .session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+    from .transcript import Transcript, log_turn, transcript_wanted
 
     check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
     stream = stream or sys.stderr
+    view = Transcript(sys.stdout, status_line=sys.stdout.isatty()) if transcript_wanted(
+        sys.stdout, flag=transcript) else None
+    if view is not None:  # progress and log lines go above the transcript's status line
+        stream = view.above(stream)
+        view.guard_logging()
     loop_ = asyncio.get_running_loop()
     notifier = ServiceNotifier()
-    watchdog = notifier.start_watchdog()
+    mic = None
+
+    def mic_alive() -> bool:
+        # Pings only while the mic delivers (or is idle by design): a mic that stays away makes systemd restart
+        # the toy after WatchdogSec instead of keeping a deaf toy "alive" forever.
+        return mic is None or mic.down_s is None
+
+    watchdog = notifier.start_watchdog(is_healthy=mic_alive)
     started = time.monotonic()
     progress = _progress(stream)
     notifier.status("loading the speech recognizer")
@@ -97,14 +111,17 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         recognizer = await loading
     except (SpeechEngineError, ValueError) as exc:
         await runtime.aclose()
-        watchdog.cancel()
+        if watchdog is not None:  # None outside systemd
+            watchdog.cancel()
         raise StartError(f"speech recognizer: {exc}") from None
     voice_loaded: asyncio.Future = loop_.create_future()
     synthesizer = LoadingSynthesizer(
         voice_loaded, on_wait=lambda ms: runtime.audit.record("tts.waited_for_voice", ms=ms))
 
     def report_device(event) -> None:
-        runtime.audit.record("audio.device", **dataclasses.asdict(event))
+        fields = dataclasses.asdict(event)
+        fields["event"] = fields.pop("kind")  # `kind` is the audit record's own key ("audio.device")
+        runtime.audit.record("audio.device", **fields)
         log.warning("audio %s: %s %s", event.role, event.kind, event.message)
 
     # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
@@ -115,7 +132,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
                       signals=runtime.signals, audit=runtime.audit,
                       idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
-                      open_on_speech=not push_to_talk)
+                      open_on_speech=not push_to_talk,
+                      on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 
@@ -155,17 +173,22 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             _, scheduler_task = start_scheduler(runtime, deliver)
         # a remote `session.terminate` (or any end through the session boundary) closes the audio session too
         runtime.boundary.on_end(lambda session_id, reason: voice.post(CloseSession(reason=f"ended: {reason}")))
-        if not push_to_talk:
-            await mic.start()
-        elif keyboard:
-            ptt_task = asyncio.create_task(_push_to_talk(voice, mic, stream), name="ptt-keyboard")
+        await _open_mic(mic, listening=not push_to_talk)
+        if view is not None:
+            view.attach(runtime.signals)
+        if keyboard:
+            notice = view.line if view else (lambda text: print(text, file=stream, flush=True))
+            ptt_task = asyncio.create_task(_push_to_talk(voice, mic, notice), name="ptt-keyboard")
         shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
         ready_ms = (time.monotonic() - started) * 1000
         marks.mark("ready")
         runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk,
                              since_start_ms=marks.marks["ready"], marks=marks.marks)
         notifier.ready(f"listening ({mode})")
-        hint = ("press Enter to talk, Enter again to stop, Ctrl-D to quit" if keyboard
+        from .ptt_keys import keys_are_live
+
+        hint = (("hold space to talk (or Enter to start and stop), Ctrl-D to quit" if keys_are_live(sys.stdin)
+                 else "press Enter to talk, Enter again to stop, Ctrl-D to quit") if keyboard
                 else "waiting for the talk button" if push_to_talk else "listening")
         print(f"ready in {ready_ms:.0f} ms — {hint}", file=stream, flush=True)
         loading_task = asyncio.create_task(
@@ -189,6 +212,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                 await asyncio.gather(task, return_exceptions=True)
         if shutdown is not None:
             shutdown.remove()
+        if view is not None:
+            await view.aclose()
         await listener.aclose()
         await mic.aclose()
         if link is not None:
@@ -221,37 +246,47 @@ async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, not
     notifier.status(f"listening ({mode}); everything loaded")
 
 
-async def _push_to_talk(voice, mic, stream) -> None:
-    """Enter toggles talking; end of input stops the loop."""
-    import threading
+async def _open_mic(mic, *, listening: bool) -> None:
+    """Open the microphone before READY (push-to-talk too: a missing device is a start error, not a silent hang
+    at the first Enter); it keeps capturing only when `listening`."""
+    from .ports.audio import AudioDeviceError
 
+    try:
+        await mic.start()
+        if not listening:
+            await mic.stop()
+    except AudioDeviceError as exc:
+        raise StartError(f"microphone: {exc.message} (check [audio] input_device; `toy-runtime devices` lists "
+                         "them, `toy-runtime doctor` checks them)") from None
+
+
+async def _push_to_talk(voice, mic, notice) -> None:
+    """Keyboard push-to-talk (see ptt_keys): each start opens a session and the mic; end of input stops the loop."""
+    from .ports.audio import AudioDeviceError
+    from .ptt_keys import drive_push_to_talk, key_presses, keys_are_live
     from .session.voice import CloseSession, OpenSession, Stop
 
-    loop = asyncio.get_running_loop()
-    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    release = "release space or press Enter to stop" if keys_are_live(sys.stdin) else "Enter to stop"
 
-    def read_stdin() -> None:
-        # a daemon thread, not the default executor: a blocked readline must never hold up shutdown
-        for line in sys.stdin:
-            loop.call_soon_threadsafe(lines.put_nowait, line)
-        loop.call_soon_threadsafe(lines.put_nowait, None)
-
-    threading.Thread(target=read_stdin, name="ptt-stdin", daemon=True).start()
-    talking = False
-    while True:
-        line = await lines.get()
-        if line is None:
-            voice.post(Stop())
-            return
-        talking = not talking
-        if talking:
-            await mic.start()
+    async def talk(on: bool) -> bool:
+        if on:
+            try:
+                await mic.start()
+            except AudioDeviceError as exc:  # said, not swallowed by a dead task: the user knows why nothing listens
+                notice(f"cannot listen: {exc.message}")
+                return False
             voice.post(OpenSession(reason="push_to_talk"))
-            print("listening… (Enter to stop)", file=stream, flush=True)
+            notice(f"listening… ({release})")
         else:
             await mic.stop()
             voice.post(CloseSession(reason="push_to_talk"))
-            print("stopped", file=stream, flush=True)
+            notice("stopped")
+        return True
+
+    try:
+        await drive_push_to_talk(key_presses(sys.stdin), talk)
+    finally:
+        voice.post(Stop())
 
 
 def _configure_logging(settings: Settings) -> None:
@@ -270,17 +305,22 @@ def register(sub) -> None:
     def cmd_run(args: argparse.Namespace) -> int:
         settings = _settings_for(args)
         _configure_logging(settings)
-        return asyncio.run(run_voice(settings, once=args.once))
+        return asyncio.run(run_voice(settings, once=args.once, transcript=args.transcript))
 
     def cmd_ptt(args: argparse.Namespace) -> int:
         settings = _settings_for(args)
         _configure_logging(settings)
-        return asyncio.run(run_voice(settings, keyboard=True))
+        return asyncio.run(run_voice(settings, keyboard=True, transcript=args.transcript))
+
+    transcript_help = ("live transcript on stdout: states, what was heard and said, events, latency "
+                       "(default: on a terminal, off under systemd)")
 
     p = sub.add_parser("run", help="always-listening voice loop on the configured audio devices")
     _add_turn_flags(p)
     p.add_argument("--once", action="store_true", help="exit after the first audio session closes")
+    p.add_argument("--transcript", action=argparse.BooleanOptionalAction, default=None, help=transcript_help)
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("ptt", help="push-to-talk on a laptop: Enter to start and stop talking")
+    p = sub.add_parser("ptt", help="push-to-talk on a laptop: hold space (or Enter to start and stop) to talk")
     _add_turn_flags(p)
+    p.add_argument("--transcript", action=argparse.BooleanOptionalAction, default=None, help=transcript_help)
     p.set_defaults(func=cmd_ptt)

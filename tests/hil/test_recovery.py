@@ -93,6 +93,7 @@ async def test_unplugged_devices_are_reported_and_audio_flows_after_replug(rig, 
         await wait_until(lambda: "retry" in kinds(events, "mic") and "retry" in kinds(events, "speaker"),
                          operator.timeout_s, "failed re-open attempts while unplugged")
         assert not player.done(), "play() returned while the speaker was unplugged"
+        assert mic.down_s is not None and mic.down_s > 0  # what the service watchdog withholds its pings on
         operator.replug()
         await wait_until(lambda: "recovered" in kinds(events, "mic") and "recovered" in kinds(events, "speaker"),
                          operator.timeout_s * 2, "both devices to be re-opened")
@@ -101,6 +102,7 @@ async def test_unplugged_devices_are_reported_and_audio_flows_after_replug(rig, 
         # audio flows again: a burst through the re-opened speaker is heard by the re-opened mic
         back = time.monotonic()
         await wait_until(lambda: len(tape.since(back)) > 10, 5, "frames from the re-opened mic")
+        assert mic.down_s is None
         burst = chirp()
         started = speaker.first_sample("after-replug")
         await speaker.play(burst.tobytes(), RATE, "after-replug")

@@ -1,10 +1,24 @@
-"""Shared PortAudio plumbing for the sounddevice mic and speaker: lazy import, device lookup, rate fallback."""
+"""Shared PortAudio plumbing for the sounddevice mic and speaker: lazy import, device lookup, rate fallback, and
+re-reading PortAudio's device list after a device went away.
+
+PortAudio reads its device list once, at initialisation. A USB device that is pulled and plugged back in comes
+back as a new ALSA card ("… (hw:2,0)" instead of "(hw:1,0)"), which the old list never shows: a mic re-opened
+against it fails forever. So when a device cannot be found or opened, `open_device` re-initialises PortAudio and
+tries once more — but only while no stream of this process is open (Pa_Terminate closes every open stream), which
+is why the mic and the speaker open and close their streams through here and share one count. A stream whose close
+was abandoned (audio/recovery.py gives up on a close that hangs) stays counted, so the list is then not re-read:
+the mic keeps retrying, the service watchdog is withheld, and systemd restarts the toy.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import threading
+from typing import Any, Callable
 
 from toy_runtime.ports.audio import AudioDeviceError
+
+log = logging.getLogger(__name__)
 
 _INSTALL_HINT = "sounddevice is not installed (pip install sounddevice; apt install libportaudio2)"
 
@@ -47,9 +61,59 @@ def open_raw_stream(sd: Any, kind: str, info: dict, *, rate: int, blocksize: int
         raise AudioDeviceError("device-open-failed", f"cannot open {kind} {info['name']!r}: {exc}") from exc
 
 
+class _Streams:
+    """Open PortAudio streams of this process; opening and re-initialising are serialised by `lock`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = 0
+        self.refreshes = 0  # how often the device list was re-read (for tests and logs)
+
+
+_streams = _Streams()
+
+
+def device_list_refreshes() -> int:
+    """How many times this process re-initialised PortAudio to re-read its device list."""
+    return _streams.refreshes
+
+
+def _refresh_device_list(sd: Any) -> bool:
+    # Caller holds _streams.lock. sounddevice has no public re-scan; _terminate/_initialize are its own
+    # (stable since 0.3) pair around Pa_Terminate/Pa_Initialize.
+    if _streams.open or not (hasattr(sd, "_terminate") and hasattr(sd, "_initialize")):
+        return False
+    sd._terminate()
+    sd._initialize()
+    _streams.refreshes += 1
+    log.debug("re-read PortAudio's device list (%d devices)", len(sd.query_devices()))
+    return True
+
+
+def open_device(sd: Any, device: int | str | None, kind: str, open_on: Callable[[dict], Any]) -> Any:
+    """`open_on(info)` for the device's current info → an open stream, counted until `close_stream`.
+
+    If the device is not found or does not open, PortAudio's device list is re-read (when no other stream of
+    this process is open) and it is tried once more: a replugged or newly plugged device is found by its name.
+    """
+    with _streams.lock:
+        try:
+            stream = open_on(resolve_device(sd, device, kind))
+        except AudioDeviceError as exc:
+            if exc.code not in ("device-not-found", "device-open-failed") or not _refresh_device_list(sd):
+                raise
+            stream = open_on(resolve_device(sd, device, kind))
+        _streams.open += 1
+        return stream
+
+
 def close_stream(stream: Any) -> None:
-    """Abort (drop buffers, do not wait for them to play) and close a stream."""
+    """Abort (drop buffers, do not wait for them to play) and close a stream opened by `open_device`."""
     try:
         stream.abort()
     finally:
-        stream.close()
+        try:
+            stream.close()
+        finally:
+            with _streams.lock:
+                _streams.open = max(0, _streams.open - 1)

@@ -11,8 +11,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_raw_stream,
-                                                   resolve_device)
+from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_device,
+                                                   open_raw_stream)
 from toy_runtime.ports.audio import AudioDeviceError, AudioFrame
 
 if TYPE_CHECKING:
@@ -87,10 +87,13 @@ class SoundDeviceSource:
 
     def _open(self) -> Any:
         sd = import_sounddevice()
-        info = resolve_device(sd, self.device, "input")
+        return open_device(sd, self.device, "input", lambda info: self._open_on(sd, info))
+
+    def _open_on(self, sd: Any, info: dict) -> Any:
         rate = self._forced_rate or device_rate(sd, info, self.sample_rate_hz, "input")
         self.device_rate_hz = rate
         self.device_name = str(info["name"])
+        self._resampler = None
         if rate != self.sample_rate_hz:
             # numpy (~0.1 s to import) is only needed when the device cannot run at our rate: keep it off start-up
             from toy_runtime.audio.resample import Resampler

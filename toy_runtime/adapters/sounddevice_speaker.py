@@ -13,8 +13,8 @@ import time
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
-from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_raw_stream,
-                                                   resolve_device)
+from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_device,
+                                                   open_raw_stream)
 from toy_runtime.audio.pcm_io import AnswerFutures
 from toy_runtime.ports.audio import AudioDeviceError
 
@@ -93,7 +93,9 @@ class SoundDeviceSink:
 
     def _open(self) -> Any:
         sd = import_sounddevice()
-        info = resolve_device(sd, self.device, "output")
+        return open_device(sd, self.device, "output", lambda info: self._open_on(sd, info))
+
+    def _open_on(self, sd: Any, info: dict) -> Any:
         wanted = self._wanted_rate or int(info["default_samplerate"])
         rate = device_rate(sd, info, wanted, "output")
         self.sample_rate_hz = rate

@@ -178,6 +178,17 @@ class ReopeningSource:
         self._failed: AudioDeviceError | None = None
         self._retired_overflows = 0
         self._recovering = False
+        self._down_since: float | None = None
+
+    @property
+    def down_s(self) -> float | None:
+        """Seconds since the device was lost while it is still away (None while it delivers, is idle or closed).
+
+        The service watchdog pings only while this is None, so a toy that stays deaf is restarted by systemd.
+        """
+        if self._down_since is None or self._closed:
+            return None
+        return time.monotonic() - self._down_since
 
     @property
     def inner(self) -> AudioSource:
@@ -251,6 +262,7 @@ class ReopeningSource:
         old = self._inner
         self._retired_overflows += old.overflows
         self._recovering = True
+        self._down_since = time.monotonic()
         try:
             await _close_quietly(old)
 
@@ -266,6 +278,7 @@ class ReopeningSource:
                 raise
             if fresh is not None:
                 self._inner = fresh
+                self._down_since = None
                 if self._running:  # start() may have come while the replacement was being opened
                     await fresh.start()
         finally:

@@ -138,6 +138,7 @@ class VoiceLoop:
         inbox_size: int = 64,
         clock: Callable[[], float] = time.monotonic,
         on_turn: Callable[[VoiceTurnRecord], None] | None = None,
+        on_item: Callable[[Utterance | Speech | EventOutcome | TurnEnd], None] | None = None,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -153,6 +154,7 @@ class VoiceLoop:
         self.open_on_speech = open_on_speech
         self.clock = clock
         self.on_turn = on_turn
+        self.on_item = on_item  # live view (the terminal transcript): the heard utterance, then the turn's items
         self.inbox: asyncio.Queue[Inbox] = asyncio.Queue(maxsize=inbox_size)
         self.state: SessionState | None = None  # published as IDLE when run() starts
         self.runner: TurnRunner | None = None
@@ -321,6 +323,8 @@ class VoiceLoop:
                                  endpoint_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
                                  handoff_at=handoff)
         self._set_state(SessionState.THINKING)
+        if self.on_item is not None:
+            self.on_item(utterance)
         if not self.barge_in:
             self._pause()
         speaker = TurnSpeaker(self.synthesizer, self.sink, f"{self.runner.conversation.session_id}.u{self._turns}",
@@ -386,6 +390,8 @@ class VoiceLoop:
             # the holding cue and the turn deadline count from the end of the child's speech, not from here
             event = message_event(text, source="microphone", conversation_id=self.runner.conversation.session_id)
             async for item in self.runner.run(event, since_speech_s=max(since_speech_s, 0.0)):
+                if self.on_item is not None:
+                    self.on_item(item)
                 if isinstance(item, Speech):
                     if first_speech:
                         first_speech = False
