@@ -3,7 +3,6 @@ Enter again closes it, end of input exits 0."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -11,14 +10,14 @@ import time
 import pytest
 
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records, wait_for
+from toy_runtime.testing.services import audit_records, wait_for, child_env
 
 pytestmark = pytest.mark.audio
 
 
 def test_push_to_talk_session(sound_card, speak, tmp_path):
     with ScriptedLLMServer(lambda request: Reply(text="Hello! I heard you.")) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env = child_env()
         env.update(sound_card.runtime_env)
         env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "pulse",
                     "TOY_AUDIO__OUTPUT_DEVICE": "pulse", "TOY_LLM__BASE_URL": llm.url})

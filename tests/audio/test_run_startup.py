@@ -3,7 +3,6 @@ cannot load after READY ends the service with exit 1 (systemd restarts it) and s
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import sys
 import pytest
 
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records, wait_for
+from toy_runtime.testing.services import audit_records, wait_for, child_env
 
 pytestmark = pytest.mark.audio
 
@@ -20,7 +19,7 @@ DEFERRED = {"openai", "httpx", "jsonschema", "numpy", "onnxruntime", "piper"}
 
 
 def run_env(sound_card, tmp_path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    env = child_env()
     env.update(sound_card.runtime_env)
     env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "pulse",
                 "TOY_AUDIO__OUTPUT_DEVICE": "pulse", **extra})

@@ -25,6 +25,7 @@ from toy_runtime.signals import SessionState, SignalBus, StateSignal
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records, wait_for
 from toy_runtime.transcript import Transcript, transcript_wanted
+from toy_runtime.testing.services import child_env
 
 QUESTION = "what is the weather today"
 ANSWER = "It is sunny and warm today."
@@ -144,8 +145,7 @@ class Terminal:
 
 
 def runtime_env(sound_card, llm, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TOY_", "OPENAI_")) and k not in ("JOURNAL_STREAM", "INVOCATION_ID")}
+    env = {k: v for k, v in child_env().items() if k not in ("JOURNAL_STREAM", "INVOCATION_ID")}
     env.update(sound_card.runtime_env)
     env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_AUDIO__INPUT_DEVICE": "pulse",
                 "TOY_AUDIO__OUTPUT_DEVICE": "pulse", "TOY_LLM__BASE_URL": llm.url,

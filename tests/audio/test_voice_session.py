@@ -4,7 +4,6 @@ transcribes. Checks the ordering the design requires and a clean shutdown."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 from tests.audio.conftest import transcribe
 from toy_runtime.testing.fake_searxng import FakeSearxng
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records, wait_for
+from toy_runtime.testing.services import audit_records, wait_for, child_env
 
 pytestmark = pytest.mark.audio
 
@@ -49,7 +48,7 @@ def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak,
         return Reply(text="Bye bye, see you soon!<agent_events>session.terminate</agent_events>")
 
     with ScriptedLLMServer(answer) as llm, FakeSearxng(mode="slow", delay_s=SEARCH_HOLD_S) as searx:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env = child_env()
         env.update(sound_card.runtime_env)
         env.update({
             "TOY_STATE_DIR": str(tmp_path),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 
 from .conftest import WireClient
+from toy_runtime.testing.services import child_env
 
 
 async def adrain(wire: WireClient, seconds: float = 0.5) -> list[tuple[str, dict, bool]]:
@@ -45,7 +45,7 @@ def drain(wire: WireClient, seconds: float = 0.5) -> list[tuple[str, dict, bool]
 
 
 def test_chat_publishes_state_and_retained_volume(broker, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    env = child_env()
     env["TOY_STATE_DIR"] = str(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mqtt-url", broker.url,
                            "--device-id", "toy7"], input="set the volume to 30\n", capture_output=True, text=True,
@@ -101,7 +101,7 @@ def test_auth_failure_is_one_clear_line(tmp_path):
 
     broker = start_broker_for_test(users={"toy9": "right-password"})
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env = child_env()
         env.update(TOY_STATE_DIR=str(tmp_path), TOY_MQTT__USERNAME="toy9", TOY_MQTT__PASSWORD="wrong")
         started = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "toy_runtime", "chat", "--mqtt-url", broker.url,

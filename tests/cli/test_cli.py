@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.services import child_env
 
 
 def run_cli(*args, input_text=None, env=None, tmp_path=None, timeout=60):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    environ = child_env()
     if tmp_path is not None:
         environ["TOY_STATE_DIR"] = str(tmp_path)
     environ.update(env or {})

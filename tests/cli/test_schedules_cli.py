@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 from .test_cli import run_cli
+from toy_runtime.testing.services import child_env
 
 
 def test_chat_schedule_then_list_and_cancel(tmp_path):
@@ -36,8 +37,6 @@ def test_chat_schedule_then_list_and_cancel(tmp_path):
 
 
 def test_reminder_fires_while_chatting(tmp_path):
-    import os
-
     when: dict[str, datetime] = {}
 
     def answer(request):
@@ -48,7 +47,7 @@ def test_reminder_fires_while_chatting(tmp_path):
         return Reply(text="Okay!", tool_calls=[("add_schedule", json.dumps(call))])
 
     with ScriptedLLMServer(answer) as server:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        environ = child_env()
         environ["TOY_STATE_DIR"] = str(tmp_path)
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mode", "chat_agent_tools",
                                  "--llm-base-url", server.url], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

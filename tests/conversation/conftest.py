@@ -33,7 +33,9 @@ class Harness:
         settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path)})
         llm_updates = {"base_url": base_url, "model": "scripted-model", "read_timeout_s": 2.0,
                        "connect_timeout_s": 1.0, **llm}
-        settings = with_updates(settings, agent={"tool_invocation_mode": mode}, llm=llm_updates)
+        # the cue's own tests turn it on: a turn slowed by a loaded machine must not gain one elsewhere
+        settings = with_updates(settings, agent={"tool_invocation_mode": mode, "holding_cue_after_s": 600.0},
+                                llm=llm_updates)
         self.audit = MemoryAudit()
         self.mixer = mixer or MemoryMixer()
         self.search = None if search == "off" else (search or StaticSearch())  # "off": no provider configured

@@ -92,7 +92,7 @@ async def test_fault_soak(mode, make_harness):
     current: dict = {}
     counts = {"turns": 0, "faults": 0, "styled": 0, "gate": 0, "corrections": 0}
     with ScriptedLLMServer(lambda request: current["reply"]) as server:
-        h = make_harness(mode=mode, base_url=server.url, read_timeout_s=0.3, first_token_timeout_s=0.3)
+        h = make_harness(mode=mode, base_url=server.url, read_timeout_s=1.0, first_token_timeout_s=1.0)
         fault_line = h.runtime.settings.agent.fault_line
         registry_names = {d.name for d in h.runtime.registry}
         rules = h.runtime.chat_agent.speakable_rules
@@ -121,9 +121,13 @@ async def test_fault_soak(mode, make_harness):
                 assert changes == [("set_level", target)], where
             else:
                 assert changes == [], where
-            if kind == "question" and injected in HABITS:  # a promise whose action never ran: corrected
+            # a load spike can time out a call that was meant to succeed: then the fault line is the right answer
+            faulted = turn.metrics["fault"] is not None
+            if kind == "question" and injected in HABITS and not faulted:  # a promise that never ran: corrected
                 said_after = " ".join(s.text for s in spoken if s.answer == 2)
                 assert said_after in NOT_RUN_LINES.values(), where
+            elif kind == "question" and injected in HABITS:
+                assert said.endswith(fault_line), where
             elif kind == "question" and injected in STREAM_FAULTS and injected != "close_keepalive":
                 assert " ".join(s.text for s in spoken).endswith(fault_line), where
             counts["turns"] += 1

@@ -14,7 +14,6 @@ entry points at a sink that never comes back.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import socket
@@ -29,7 +28,7 @@ import pytest
 from tests.hil.test_spoken_turn import wait_for_record
 from tests.service.conftest import NotifyListener
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records
+from toy_runtime.testing.services import audit_records, child_env
 
 pytestmark = pytest.mark.hil
 
@@ -113,7 +112,7 @@ async def test_a_replugged_mic_is_found_by_name_and_a_missing_one_stops_the_watc
     question = speak(QUESTION)
     audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
     with ScriptedLLMServer(answer) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", "WATCHDOG_"))}
+        env = child_env(drop=("WATCHDOG_",))
         env.update(rig.runtime_env())
         env.update({
             "XDG_CONFIG_HOME": str(tmp_path / "config"),

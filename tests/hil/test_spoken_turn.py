@@ -4,7 +4,6 @@ speech, answers through the scripted LLM server, and the answer is heard back at
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.hil.probe import FrameTape, dbfs, frame_levels
-from toy_runtime.testing.services import audit_records
+from toy_runtime.testing.services import audit_records, child_env
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 pytestmark = pytest.mark.hil
@@ -48,7 +47,7 @@ async def test_spoken_turn_is_answered_audibly(rig, speak, tmp_path):
     question = speak(QUESTION)
     audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
     with ScriptedLLMServer(answer) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+        env = child_env()
         env.update(rig.runtime_env())
         env.update({
             "TOY_STATE_DIR": str(tmp_path),

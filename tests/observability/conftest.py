@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from toy_runtime.testing.services import service_unavailable
+from toy_runtime.testing.services import service_unavailable, child_env
 
 from toy_runtime.config import Settings, load_settings
 from toy_runtime.doctor import CHECKS
@@ -80,7 +80,7 @@ def sound_card() -> Iterator[Any]:
 
 def doctor_child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for `python -m toy_runtime doctor` in a child: ours minus TOY_/OPENAI_/PULSE_ settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", "PULSE_"))}
+    env = child_env(drop=("PULSE_",))
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env

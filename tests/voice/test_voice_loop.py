@@ -48,7 +48,8 @@ class Rig:
     def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
                  agent=None):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
-                                llm={"base_url": llm_url, "model": "scripted-model"}, agent=agent or {})
+                                llm={"base_url": llm_url, "model": "scripted-model"},
+                                agent={"holding_cue_after_s": 600.0, **(agent or {})})
         self.audit = MemoryAudit()
         self.mixer = MemoryMixer()
         self.runtime = build_runtime(settings, audit=self.audit, mixer=self.mixer, search=StaticSearch(),

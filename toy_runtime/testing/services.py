@@ -54,3 +54,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, proc=None,
             raise AssertionError(f"process exited ({proc.returncode}) while waiting for {what}")
         time.sleep(poll_s)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def child_env(*, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment for a `toy-runtime` subprocess under test: this process's without its TOY_/OPENAI_ settings
+    (and any other prefix in `drop`), with the holding cue moved out of reach. A turn slowed only by a loaded
+    machine must not gain a cue in a test that compares what was said; the cue's own tests set it explicitly."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", *drop))}
+    env["TOY_AGENT__HOLDING_CUE_AFTER_S"] = "600"
+    return env
