@@ -3,6 +3,7 @@
 - `protocol`  topic layout under `toy/<device_id>/` and the versioned payload models (v1)
 - `config`    BridgeConfig and `parse_mqtt_url`
 - `failures`  why a connection attempt failed, and whether retrying can help
+- `inbox`     bounded inbound queues and the endpoint counters
 - `client`    BridgeClient, the runtime side (buttons/status/commands in; state/volume/results/presence out)
 - `firmware`  FirmwareClient, the device side (used by `firmware-sim` and tests)
 - `simulator` the `firmware-sim` console program

@@ -13,7 +13,7 @@ What it guarantees (docs/mqtt.md):
   (plain to a TLS port or back) stops the retries too: state REJECTED, one line naming the cause (failures.py).
   Refused, reset, timed out: retried, one warning per cause per outage; `wait_connected(fail_fast=True)` says so at once.
 - Inbound messages are parsed on the network thread; bad ones are logged, counted and dropped without killing the loop;
-  good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (oldest dropped, counted).
+  good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (inbox.py; oldest dropped).
 - TCP_NODELAY on the socket (request/reply over loopback costs ~0.3 ms instead of ~40-90 ms with Nagle).
 """
 
@@ -28,16 +28,14 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Generic, TypeVar
+from typing import Any
 
 from .config import BridgeConfig
 from .failures import ConnectFailure, classify, closed_before_connack
+from .inbox import EndpointStats, Inbox
 from .protocol import Topics
 
 log = logging.getLogger("firmware_bridge")
-
-T = TypeVar("T")
 
 _INSTALL_HINT = "paho-mqtt is not installed: pip install 'paho-mqtt>=2.0'"
 
@@ -103,60 +101,6 @@ class BridgeAuthError(BridgeError):
 
 class BridgeUnreachable(BridgeError):
     """The last attempt failed in a way that may pass (refused, reset, timed out); the endpoint keeps retrying."""
-
-
-@dataclass
-class EndpointStats:
-    """Counters for logs and tests."""
-
-    connects: int = 0
-    disconnects: int = 0
-    published: int = 0  # handed to paho while connected (includes flushes)
-    queued: int = 0  # non-retained publishes parked in the outbox while disconnected
-    flushed: int = 0  # outbox entries sent after a reconnect
-    dropped_outbox: int = 0  # oldest outbox entries dropped at the bound
-    dropped_inbox: int = 0  # oldest inbound messages dropped because the consumer was slow
-    malformed: int = 0  # inbound payloads that failed to parse
-    ignored: int = 0  # well-formed messages that must not be acted on (e.g. a retained button)
-
-
-_CLOSED = object()
-
-
-class Inbox(Generic[T]):
-    """A bounded asyncio queue fed from the network thread; full → the oldest item is dropped and counted."""
-
-    def __init__(self, name: str, maxsize: int, stats: EndpointStats) -> None:
-        self.name = name
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize)
-        self._stats = stats
-
-    def put(self, item: Any) -> None:
-        """Runs on the event loop thread."""
-        if self._queue.full():
-            self._queue.get_nowait()
-            if item is not _CLOSED:
-                self._stats.dropped_inbox += 1
-                log.warning("inbox %s full: dropped the oldest message", self.name)
-        self._queue.put_nowait(item)
-
-    def close(self) -> None:
-        self.put(_CLOSED)
-
-    async def get(self) -> T:
-        """The next item; raises EOFError once the endpoint stopped."""
-        item = await self._queue.get()
-        if item is _CLOSED:
-            self._queue.put_nowait(_CLOSED)  # let every other reader end too
-            raise EOFError(self.name)
-        return item
-
-    async def __aiter__(self) -> AsyncIterator[T]:
-        while True:
-            try:
-                yield await self.get()
-            except EOFError:
-                return
 
 
 class MqttEndpoint:
