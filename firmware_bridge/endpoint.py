@@ -33,7 +33,7 @@ from typing import Any
 from .config import BridgeConfig
 from .failures import ConnectFailure, classify, closed_before_connack
 from .inbox import EndpointStats, Inbox
-from .protocol import Topics
+from .protocol import ProtocolError, Topics
 
 log = logging.getLogger("firmware_bridge")
 
@@ -439,7 +439,10 @@ class MqttEndpoint:
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         try:
             self._on_payload(message.topic, message.payload, bool(message.retain))
-        except Exception:  # never let one message kill the network thread
+        except ProtocolError as exc:  # e.g. a topic outside ours: one line, like any other bad message
+            self.stats.malformed += 1
+            log.warning("%s dropped a bad message on %s: %s", self.role, message.topic, exc)
+        except Exception:  # a bug in our decoding: never let one message kill the network thread
             self.stats.malformed += 1
             log.exception("%s dropped a message on %s", self.role, message.topic)
 
