@@ -137,6 +137,19 @@ def test_files_opened_by_the_reader_are_read_whole_through_a_rollover(tmp_path: 
     assert ids == [f"t{n}" for n in range(first, first + len(ids))] and "t29" in ids and len(ids) < 60
 
 
+def test_the_moment_inside_a_rollover_when_only_backups_exist_is_readable(tmp_path: Path):
+    """Between renaming `audit.jsonl` to `.1` and opening the new one, the live name does not exist."""
+    path = tmp_path / "audit.jsonl"
+    audit = JsonlAudit(path, max_bytes=1_000, backup_count=3)
+    for n in range(12):
+        audit.record("turn.completed", **completed(n))
+    audit.close()
+    live = {json.loads(line)["turn_id"] for line in path.read_text().splitlines()}
+    backups = [r["turn_id"] for r in records(path) if r["turn_id"] not in live]
+    path.rename(tmp_path / "elsewhere.jsonl")  # the live name is gone for a moment
+    assert backups and [t.turn_id for t in load_audit(path).turns] == backups
+
+
 def test_report_reading_while_the_runtime_rotates_never_reads_a_record_twice(tmp_path: Path):
     path = tmp_path / "audit.jsonl"
     audit = JsonlAudit(path, max_bytes=3_000, backup_count=4)

@@ -226,32 +226,39 @@ def open_audit_files(path: str | Path) -> list[TextIO]:
     """Open an audit file and its rotated backups (`FILE.N` … `FILE.1`, FILE); returned oldest first, each read
     whole even if renamed meanwhile. FileNotFoundError when there is none; the caller closes them.
 
-    Safe while the runtime rotates: the files are opened newest first and a file seen twice (renamed between two
-    opens) is kept once, so a rollover during the opens loses nothing but the oldest backup, which it deletes anyway,
-    and no record is read twice (rotation renames, never copies, and happens between records)."""
+    Safe while the runtime rotates: the live file is opened first, then the backups are listed and opened newest
+    first, and a file seen twice (renamed between two opens) is kept once. So a rollover at any moment loses nothing
+    but the oldest backup, which it deletes anyway, and no record is read twice (rotation renames, never copies, and
+    happens between records)."""
     from toy_runtime.events.audit import audit_files
 
     path = Path(path)
     opened: list[TextIO] = []
     seen: set[tuple[int, int]] = set()
+
+    def add(name: Path) -> None:
+        try:
+            f = name.open("r", encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return  # renamed or dropped by a rollover since it was listed: its content moved on
+        info = os.fstat(f.fileno())
+        if (info.st_dev, info.st_ino) in seen:
+            f.close()
+            return
+        seen.add((info.st_dev, info.st_ino))
+        opened.append(f)
+
     try:
-        for name in reversed(audit_files(path) or [path]):
-            try:
-                f = name.open("r", encoding="utf-8", errors="replace")
-            except FileNotFoundError:
-                if name == path and not opened:
-                    raise
-                continue  # a backup rotated away since it was listed
-            info = os.fstat(f.fileno())
-            if (info.st_dev, info.st_ino) in seen:
-                f.close()
-                continue
-            seen.add((info.st_dev, info.st_ino))
-            opened.append(f)
+        add(path)
+        for name in reversed(audit_files(path)):  # listed after the live file was opened: see above
+            if name != path:
+                add(name)
     except BaseException:
         for f in opened:
             f.close()
         raise
+    if not opened:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
     return opened[::-1]
 
 
