@@ -138,8 +138,10 @@ async def test_a_tls_broker_that_goes_away_after_a_good_connection_is_retried(ce
     try:
         client = await endpoints(BridgeClient(tls_config(broker, ca_file=str(certs.ca_file))))
         await asyncio.to_thread(broker.stop)
-        while client.state is ConnectionState.CONNECTED:
-            await client._state_changed.wait()
+        async with asyncio.timeout(30):
+            while client.state is ConnectionState.CONNECTED:
+                await client._state_changed.wait()
+        assert client.state is ConnectionState.RECONNECTING
         await asyncio.to_thread(broker.start)
         await client.wait_connected(30)
         assert client.stats.connects == 2 and client.error is None
