@@ -2,6 +2,8 @@
 
 - `protocol`  topic layout under `toy/<device_id>/` and the versioned payload models (v1)
 - `config`    BridgeConfig and `parse_mqtt_url`
+- `failures`  why a connection attempt failed, and whether retrying can help
+- `inbox`     bounded inbound queues and the endpoint counters
 - `client`    BridgeClient, the runtime side (buttons/status/commands in; state/volume/results/presence out)
 - `firmware`  FirmwareClient, the device side (used by `firmware-sim` and tests)
 - `simulator` the `firmware-sim` console program
@@ -10,12 +12,12 @@ This package imports nothing from toy_runtime; paho-mqtt is imported only when a
 """
 
 from .config import BridgeConfig, MqttUrl, parse_mqtt_url
-from .endpoint import BridgeAuthError, BridgeError, ConnectionState, EndpointStats
+from .endpoint import BridgeAuthError, BridgeError, BridgeUnreachable, ConnectionState, EndpointStats
 from .protocol import PROTOCOL_VERSION, ProtocolError, Topics
 
 __all__ = [
-    "PROTOCOL_VERSION", "BridgeAuthError", "BridgeConfig", "BridgeError", "ConnectionState", "EndpointStats",
-    "MqttUrl", "ProtocolError", "Topics", "parse_mqtt_url",
+    "PROTOCOL_VERSION", "BridgeAuthError", "BridgeConfig", "BridgeError", "BridgeUnreachable", "ConnectionState",
+    "EndpointStats", "MqttUrl", "ProtocolError", "Topics", "parse_mqtt_url",
 ]
 
 

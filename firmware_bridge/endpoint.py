@@ -9,8 +9,11 @@ What it guarantees (docs/mqtt.md):
   restarted without persistence gets them back. Non-retained publishes made while disconnected wait in a bounded outbox
   (oldest dropped, counted) and are flushed in order on reconnect.
 - A refused CONNACK for bad credentials stops the retries: state AUTH_FAILED, `wait_connected()` raises.
+- Before the first good connection, an untrusted certificate, a failed TLS handshake or a URL in the wrong dialect
+  (plain to a TLS port or back) stops the retries too: state REJECTED, one line naming the cause (failures.py).
+  Refused, reset, timed out: retried, one warning per cause per outage; `wait_connected(fail_fast=True)` says so at once.
 - Inbound messages are parsed on the network thread; bad ones are logged, counted and dropped without killing the loop;
-  good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (oldest dropped, counted).
+  good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (inbox.py; oldest dropped).
 - TCP_NODELAY on the socket (request/reply over loopback costs ~0.3 ms instead of ~40-90 ms with Nagle).
 """
 
@@ -19,20 +22,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import functools
 import logging
 import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Generic, TypeVar
+from typing import Any
 
 from .config import BridgeConfig
-from .protocol import Topics
+from .failures import ConnectFailure, classify, closed_before_connack
+from .inbox import EndpointStats, Inbox
+from .protocol import ProtocolError, Topics
 
 log = logging.getLogger("firmware_bridge")
-
-T = TypeVar("T")
 
 _INSTALL_HINT = "paho-mqtt is not installed: pip install 'paho-mqtt>=2.0'"
 
@@ -49,6 +52,29 @@ def _paho() -> Any:
     return mqtt
 
 
+@functools.cache
+def _client_class(mqtt: Any) -> Any:
+    class Client(mqtt.Client):  # type: ignore[misc, name-defined]
+        """paho's client, remembering why the last connection attempt failed (`on_connect_fail` does not say)."""
+
+        last_connect_error: BaseException | None = None
+
+        def reconnect(self) -> Any:
+            try:
+                return super().reconnect()
+            except OSError as exc:
+                self.last_connect_error = exc
+                raise
+
+        def stop_retrying(self) -> None:
+            """End the network loop for good, also from `on_disconnect` (where paho would mark the connection lost
+            after the callback and retry; it has no public switch once started)."""
+            self._reconnect_on_failure = False
+            self.disconnect()
+
+    return Client
+
+
 class ConnectionState(enum.StrEnum):
     """Where an endpoint's connection is."""
 
@@ -57,7 +83,7 @@ class ConnectionState(enum.StrEnum):
     CONNECTED = "connected"  # CONNACK ok and subscriptions acknowledged
     RECONNECTING = "reconnecting"  # lost the connection, paho is retrying with backoff
     AUTH_FAILED = "auth_failed"  # bad credentials: retries stopped
-    REJECTED = "rejected"  # other permanent CONNACK refusal: retries stopped
+    REJECTED = "rejected"  # other permanent refusal (CONNACK, TLS, wrong dialect): retries stopped
 
 
 class BridgeError(RuntimeError):
@@ -73,58 +99,8 @@ class BridgeAuthError(BridgeError):
     """The broker refused the credentials; retrying would not help."""
 
 
-@dataclass
-class EndpointStats:
-    """Counters for logs and tests."""
-
-    connects: int = 0
-    disconnects: int = 0
-    published: int = 0  # handed to paho while connected (includes flushes)
-    queued: int = 0  # non-retained publishes parked in the outbox while disconnected
-    flushed: int = 0  # outbox entries sent after a reconnect
-    dropped_outbox: int = 0  # oldest outbox entries dropped at the bound
-    dropped_inbox: int = 0  # oldest inbound messages dropped because the consumer was slow
-    malformed: int = 0  # inbound payloads that failed to parse
-    ignored: int = 0  # well-formed messages that must not be acted on (e.g. a retained button)
-
-
-_CLOSED = object()
-
-
-class Inbox(Generic[T]):
-    """A bounded asyncio queue fed from the network thread; full → the oldest item is dropped and counted."""
-
-    def __init__(self, name: str, maxsize: int, stats: EndpointStats) -> None:
-        self.name = name
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize)
-        self._stats = stats
-
-    def put(self, item: Any) -> None:
-        """Runs on the event loop thread."""
-        if self._queue.full():
-            self._queue.get_nowait()
-            if item is not _CLOSED:
-                self._stats.dropped_inbox += 1
-                log.warning("inbox %s full: dropped the oldest message", self.name)
-        self._queue.put_nowait(item)
-
-    def close(self) -> None:
-        self.put(_CLOSED)
-
-    async def get(self) -> T:
-        """The next item; raises EOFError once the endpoint stopped."""
-        item = await self._queue.get()
-        if item is _CLOSED:
-            self._queue.put_nowait(_CLOSED)  # let every other reader end too
-            raise EOFError(self.name)
-        return item
-
-    async def __aiter__(self) -> AsyncIterator[T]:
-        while True:
-            try:
-                yield await self.get()
-            except EOFError:
-                return
+class BridgeUnreachable(BridgeError):
+    """The last attempt failed in a way that may pass (refused, reset, timed out); the endpoint keeps retrying."""
 
 
 class MqttEndpoint:
@@ -147,6 +123,10 @@ class MqttEndpoint:
         self._unacked: collections.deque[Any] = collections.deque()  # MQTTMessageInfo of publishes not yet acked
         self._sub_mid: int | None = None
         self._connect_failures = 0
+        self._connected_once = False  # network thread: a good CONNACK was seen since start()
+        self._connack_seen = False  # network thread: in the current attempt
+        self._warned: str | None = None  # failure code already logged in this outage
+        self._failure: BridgeError | None = None  # the latest transient failure (loop side), None once connected
         self._stopping = False
         self._gave_up = False  # network-thread flag; `_error` is set on the loop together with the state
         self._used = False
@@ -201,12 +181,13 @@ class MqttEndpoint:
             client_id = f"{self.role}-{cfg.device_id}"  # a resumable session needs the same id every time
         else:
             client_id = f"{self.role}-{cfg.device_id}-{uuid.uuid4().hex[:8]}"
+        client_class = _client_class(mqtt)
         if cfg.protocol == "5":
-            client = mqtt.Client(
+            client = client_class(
                 callback_api_version=mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5
             )
         else:
-            client = mqtt.Client(
+            client = client_class(
                 callback_api_version=mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                 protocol=mqtt.MQTTv311, clean_session=cfg.session_expiry_s == 0,
             )
@@ -217,7 +198,14 @@ class MqttEndpoint:
         if broker.username:
             client.username_pw_set(broker.username, broker.password)
         if broker.tls:
-            client.tls_set(ca_certs=cfg.ca_file, certfile=cfg.cert_file, keyfile=cfg.key_file)
+            try:
+                client.tls_set(ca_certs=cfg.ca_file, certfile=cfg.cert_file, keyfile=cfg.key_file)
+            except FileNotFoundError as exc:
+                raise BridgeError("tls_config", f"TLS: {exc.filename or cfg.ca_file} does not exist") from None
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: not a PEM certificate
+                files = ", ".join(f for f in (cfg.ca_file, cfg.cert_file, cfg.key_file) if f) or "system CAs"
+                reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+                raise BridgeError("tls_config", f"TLS: cannot load {files}: {reason}") from None
             if cfg.tls_insecure:
                 client.tls_insecure_set(True)
         will = self._will()
@@ -240,7 +228,7 @@ class MqttEndpoint:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         self._error = None
-        self._client = self._build_client()
+        self._client = self._build_client()  # BridgeError("tls_config") for an unusable CA/cert file
         broker = self.config.broker()
         self._set_state(ConnectionState.CONNECTING)
         properties = None
@@ -256,13 +244,16 @@ class MqttEndpoint:
         log.info("%s %s connecting to %s:%s (tls=%s, mqtt %s)", self.role, self.device_id, broker.host,
                  broker.port, broker.tls, self.config.protocol)
 
-    async def wait_connected(self, timeout: float | None = None) -> None:
+    async def wait_connected(self, timeout: float | None = None, *, fail_fast: bool = False) -> None:
         """Wait until connected and subscribed. Raises BridgeAuthError/BridgeError if the broker refused us for good
-        or the endpoint was stopped, TimeoutError after `timeout` seconds."""
+        or the endpoint was stopped, TimeoutError after `timeout` seconds. With `fail_fast`, a transient failure
+        (refused, reset...) raises BridgeUnreachable at once; the endpoint keeps retrying in the background."""
         async with asyncio.timeout(timeout):
             while True:
                 if self._error is not None:
                     raise self._error
+                if fail_fast and self._failure is not None:
+                    raise self._failure
                 if self._state is ConnectionState.CONNECTED:
                     return
                 if self._state is ConnectionState.STOPPED:
@@ -347,20 +338,22 @@ class MqttEndpoint:
     # --- paho callbacks (network thread) ----------------------------------------------------------------------------
 
     def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        self._connack_seen = False
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except (OSError, AttributeError):  # not a TCP socket (unix/websocket transports)
             pass
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
+        self._connack_seen = True
         if reason.is_failure:
             name = reason.getName()
             if name in _AUTH_REASONS or name in _FATAL_REASONS:
                 auth = name in _AUTH_REASONS
                 cls = BridgeAuthError if auth else BridgeError
                 error = cls("auth_failed" if auth else "rejected",
-                            f"broker refused {self.role} {self.device_id}: {name} (not retrying)")
-                log.error("%s", error.message)
+                            f"broker refused {self.role} {self.device_id}: {name}")
+                log.error("%s (not retrying)", error.message)
                 self._gave_up = True
                 client.disconnect()  # ends paho's retry loop
                 self._post(self._give_up, error, ConnectionState.AUTH_FAILED if auth else ConnectionState.REJECTED)
@@ -369,6 +362,9 @@ class MqttEndpoint:
             return
         self.stats.connects += 1
         self._connect_failures = 0
+        self._connected_once = True
+        self._warned = None
+        self._post(self._note_failure, None)
         subs = self._subscriptions()
         if subs:
             result, mid = client.subscribe([(topic, 1) for topic in subs])
@@ -379,11 +375,29 @@ class MqttEndpoint:
             self._become_ready(client)
 
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
-        # Refused TCP, DNS or TLS failures (paho does not say which): retried with backoff; say so once per outage.
+        # TCP, DNS or TLS failure while opening the connection; our client subclass kept the exception.
         self._connect_failures += 1
-        if self._connect_failures == 1:
-            log.warning("%s cannot reach %s (retrying with backoff up to %.0fs)", self.role, self.config.url,
+        error = getattr(client, "last_connect_error", None)
+        failure = classify(error, self.config.broker(), self.config.ca_file, probe=not self._connected_once)
+        self._failed(client, failure)
+
+    def _failed(self, client: Any, failure: ConnectFailure) -> None:
+        """Give up on a permanent failure before the first good connection; otherwise retry, warning once per cause
+        and outage."""
+        if self._stopping or self._gave_up:
+            return
+        if failure.permanent and not self._connected_once:
+            error = BridgeError(failure.code, f"{self.role} {self.device_id}: {failure.message}")
+            log.error("%s (not retrying)", error.message)
+            self._gave_up = True
+            client.stop_retrying()
+            self._post(self._give_up, error, ConnectionState.REJECTED)
+            return
+        if self._warned != failure.code:
+            self._warned = failure.code
+            log.warning("%s %s: %s (retrying with backoff up to %.0fs)", self.role, self.device_id, failure.message,
                         self.config.reconnect_max_delay_s)
+        self._post(self._note_failure, BridgeUnreachable(failure.code, failure.message))
 
     def _on_subscribe(self, client: Any, userdata: Any, mid: int, reasons: list[Any], properties: Any) -> None:
         if mid != self._sub_mid:
@@ -416,13 +430,19 @@ class MqttEndpoint:
         self.stats.disconnects += 1
         if self._stopping or self._gave_up:
             return
+        if not self._connack_seen:  # closed before answering CONNECT: a TLS port behind a plain URL does that
+            self._failed(client, closed_before_connack(self.config.broker(), probe=not self._connected_once))
+            return
         log.warning("%s %s lost the broker (%s); reconnecting", self.role, self.device_id, reason)
         self._post(self._set_state, ConnectionState.RECONNECTING)
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         try:
             self._on_payload(message.topic, message.payload, bool(message.retain))
-        except Exception:  # never let one message kill the network thread
+        except ProtocolError as exc:  # e.g. a topic outside ours: one line, like any other bad message
+            self.stats.malformed += 1
+            log.warning("%s dropped a bad message on %s: %s", self.role, message.topic, exc)
+        except Exception:  # a bug in our decoding: never let one message kill the network thread
             self.stats.malformed += 1
             log.exception("%s dropped a message on %s", self.role, message.topic)
 
@@ -447,6 +467,10 @@ class MqttEndpoint:
         self._error = error
         self._set_state(state)
 
+    def _note_failure(self, error: BridgeError | None) -> None:
+        self._failure = error
+        self._wake()
+
     def _set_state(self, state: ConnectionState) -> None:
         if self._state is ConnectionState.STOPPED and state is not ConnectionState.CONNECTING:
             return  # a late callback after stop()
@@ -454,5 +478,8 @@ class MqttEndpoint:
         if gave_up and state is not ConnectionState.STOPPED:
             return
         self._state = state
+        self._wake()
+
+    def _wake(self) -> None:
         event, self._state_changed = self._state_changed, asyncio.Event()
         event.set()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PROTOCOL_VERSION = 1
 DEFAULT_PREFIX = "toy"
+MAX_DEPTH = 32  # lists/objects inside a payload; real payloads nest 2-3 levels (command arguments)
 
 ONLINE = "online"
 OFFLINE = "offline"
@@ -210,9 +211,25 @@ def encode(payload: _Payload) -> bytes:
     return payload.model_dump_json(exclude_none=True).encode()
 
 
+def _depth(value: Any) -> int:
+    """How deeply `value` nests lists and objects (iterative: a hostile payload must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:  # deeper than the bound is already a rejection: stop walking
+                stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
 def _load_object(raw: bytes | str) -> dict[str, Any]:
     try:
         data = json.loads(raw)
+    except RecursionError:  # e.g. 100k nested `[`: the decoder gives up at the interpreter's recursion limit
+        raise ProtocolError("invalid_json", f"payload nests deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError("invalid_json", f"payload is not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -224,6 +241,9 @@ def parse(model: type[P], raw: bytes | str) -> P:
     """Decode `raw` as `model`, or raise ProtocolError (bad JSON, wrong version, invalid or unknown values)."""
     data = _load_object(raw)
     command_id = data.get("command_id") if isinstance(data.get("command_id"), str) else None
+    if _depth(data) > MAX_DEPTH:
+        # deep but decodable nesting would still recurse later (validation, audit lines, re-encoding)
+        raise ProtocolError("invalid_payload", f"payload nests deeper than {MAX_DEPTH} levels", command_id=command_id)
     if "v" not in data:
         raise ProtocolError("unsupported_version", "payload has no version field 'v'", command_id=command_id)
     if data["v"] != PROTOCOL_VERSION:

@@ -46,7 +46,7 @@ class Simulator:
 
     async def start(self, connect_timeout: float) -> None:
         await self.client.start()
-        await self.client.wait_connected(connect_timeout)
+        await self.client.wait_connected(connect_timeout, fail_fast=True)  # refused: say so now, not at the timeout
         say(f"connected to {self.client.config.url} as device {self.client.device_id}")
         did = self.client.device_id
         self._tasks = [

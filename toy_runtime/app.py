@@ -113,7 +113,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     closers: list = []
     if audit is None:
         if settings.audit.enabled:
-            audit = JsonlAudit(settings.audit_path)
+            audit = JsonlAudit(settings.audit_path, max_bytes=settings.audit.max_bytes,
+                               backup_count=settings.audit.backup_count)
             closers.append(audit.close)
         else:
             audit = NullAudit()

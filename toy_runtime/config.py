@@ -215,6 +215,8 @@ class AuditConfig(Section):
 
     path: Path | None = Field(None, description="JSONL file; None = <state_dir>/audit.jsonl")
     enabled: bool = True
+    max_bytes: int = Field(5_000_000, ge=0, description="rotate when the file would grow past this; 0 = never")
+    backup_count: int = Field(3, ge=1, le=100, description="rotated files kept: <path>.1 (newest) .. <path>.N")
 
 
 def _default_state_dir() -> Path:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -18,9 +19,21 @@ from .hostevents import Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
 
+log = logging.getLogger("toy_runtime.device_link")
+
+# Which setting fixes a permanent bridge failure (firmware_bridge names the cause, not our config keys).
+_HINTS = {
+    "tls_certificate": "set [mqtt] ca_file to the CA that signed the broker's certificate",
+    "tls_config": "check [mqtt] ca_file",
+    "tls_handshake": "check [mqtt] url and ca_file",
+    "tls_required": "check [mqtt] url",
+    "tls_not_spoken": "check [mqtt] url",
+}
+
 
 class BridgeStartError(StartError):
-    """The bridge could not connect (bad credentials, unreachable broker): one line for the user."""
+    """The bridge cannot connect and retrying would not help (bad credentials, untrusted certificate, TLS on one end
+    only): one line for the user, exit 2."""
 
 
 class RemoteCommandRunner:
@@ -100,8 +113,12 @@ def bridge_config(settings):
 
 async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
                             connect_timeout_s: float = 5.0) -> DeviceLink:
-    """Connect the bridge, wire the router, and wait until connected (BridgeStartError on auth failure)."""
-    from firmware_bridge.client import BridgeAuthError, BridgeClient
+    """Connect the bridge, wire the router, and wait until connected or the first failed attempt.
+
+    BridgeStartError for what retrying cannot fix (credentials, certificate, TLS/plain mismatch). A broker that is
+    not there yet (refused, timed out) is one warning; the bridge keeps retrying in the background."""
+    from firmware_bridge.client import BridgeAuthError, BridgeClient, BridgeError
+    from firmware_bridge.endpoint import BridgeUnreachable
 
     from .adapters.mqtt_bridge import MqttBridgeAdapter
 
@@ -133,14 +150,23 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
 
     adapter = MqttBridgeAdapter(client, runtime.signals, on_host_event=on_host_event)
     link = DeviceLink(client=client, adapter=adapter, router=router)
-    await adapter.start()
     try:
-        await client.wait_connected(connect_timeout_s)
+        await adapter.start()
+        await client.wait_connected(connect_timeout_s, fail_fast=True)
+    except BridgeUnreachable as exc:  # the endpoint has said why (one warning) and keeps retrying in the background
+        runtime.audit.record("mqtt.not_connected_yet", url=settings.mqtt.url, reason=exc.code)
+    except TimeoutError:
+        log.warning("mqtt: not connected to %s after %.0f s; retrying in the background", settings.mqtt.url,
+                    connect_timeout_s)
+        runtime.audit.record("mqtt.not_connected_yet", url=settings.mqtt.url, reason="timeout")
     except BridgeAuthError as exc:
         await link.aclose()
-        raise BridgeStartError(f"mqtt: {exc} (check [mqtt] username and TOY_MQTT__PASSWORD)") from None
-    except TimeoutError:
-        runtime.audit.record("mqtt.not_connected_yet", url=settings.mqtt.url)  # keeps retrying in the background
+        raise BridgeStartError(f"mqtt: bad credentials, {exc.message} (check [mqtt] username and "
+                               "TOY_MQTT__PASSWORD)") from None
+    except BridgeError as exc:
+        await link.aclose()
+        hint = _HINTS.get(exc.code)
+        raise BridgeStartError(f"mqtt: {exc.message}" + (f" ({hint})" if hint else "")) from None
     return link
 
 

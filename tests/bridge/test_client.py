@@ -85,6 +85,40 @@ async def test_bad_command_with_an_id_is_answered_invalid(broker: MosquittoBroke
     assert (command.command_id, command.actor) == ("c-ok", "fleet")
 
 
+async def test_each_malformed_message_is_one_warning_line_and_the_link_stays_up(
+        broker: MosquittoBroker, runtime: BridgeClient, firmware: FirmwareClient, wire, caplog):
+    """Pathological payloads (100k nested `[` once raised RecursionError with a traceback) are dropped with one
+    WARNING line each; a deep command that names its id is still answered `invalid`."""
+    import logging
+
+    app = wire(subscribe=["toy/toy1/command/result"])
+    deep_args: dict = {}
+    for _ in range(40):
+        deep_args = {"x": deep_args}
+    bad = [
+        (p.BUTTON, b"[" * 100_000),
+        (p.BUTTON, b'{"v":1,"action":"press","seq":' + b"[" * 100_000 + b"}"),
+        (p.FIRMWARE_STATUS, b"\xff\xfe not utf-8"),
+        (p.BUTTON, b'{"v":1,"action":"press","x":' + b"[" * 200 + b"]" * 200 + b"}"),  # decodable, too deep
+    ]
+    with caplog.at_level(logging.WARNING, logger="firmware_bridge"):
+        for suffix, payload in bad:
+            await firmware.send_raw(suffix, payload)
+        app.publish("toy/toy1/command", {"v": 1, "command_id": "c-deep", "name": "session.end", "actor": "app",
+                                         "arguments": deep_args})
+        result = p.parse_command_result((await app.next())[1])
+        await firmware.press("release")
+        assert (await asyncio.wait_for(runtime.next_button(), 5)).action == "release"
+    assert (result.command_id, result.status, result.error.code) == ("c-deep", "invalid", "invalid_payload")
+    assert runtime.stats.malformed == len(bad) + 1
+    dropped = [r for r in caplog.records if r.name == "firmware_bridge" and "dropped" in r.getMessage()]
+    assert len(dropped) == len(bad) + 1
+    for record in dropped:
+        assert record.levelno == logging.WARNING and record.exc_info is None
+        assert "\n" not in record.getMessage() and len(record.getMessage()) < 400
+    assert runtime.state is ConnectionState.CONNECTED
+
+
 async def test_reconnects_resubscribes_and_restores_retained_after_broker_kill(broker: MosquittoBroker, endpoints):
     runtime = await endpoints(BridgeClient(make_config(broker.url)))
     firmware = await endpoints(FirmwareClient(make_config(broker.url)))

@@ -75,6 +75,15 @@ async def test_bad_password_from_env_exits_2_with_a_clear_message():
         assert code == 0, out
 
 
+async def test_refused_exits_2_saying_refused_not_timeout():
+    from toy_runtime.testing.broker import free_port
+
+    code, out = await run_sim("--mqtt-url", f"mqtt://127.0.0.1:{free_port()}", "--script", "press",
+                              "--connect-timeout", "60")  # the first refusal ends it, not the 60 s
+    assert code == 2
+    assert "error refused" in out and "timeout" not in out and "Traceback" not in out
+
+
 async def test_keyboard_mode_sends_keys(broker: MosquittoBroker):
     events: list[HostEvent] = []
 

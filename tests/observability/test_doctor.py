@@ -157,6 +157,24 @@ async def test_broker_on_a_closed_port_fails_fast(make_settings) -> None:
     assert results["broker"].ms < 3000
 
 
+@pytest.mark.mqtt
+async def test_broker_tls_mistakes_name_the_cause(make_settings, tmp_path: Path) -> None:
+    """A real TLS listener: a CA that did not sign its certificate, and a plain URL to its port."""
+    from toy_runtime.testing.broker import make_test_certs, start_broker_for_test
+
+    certs, other = make_test_certs(tmp_path / "certs"), make_test_certs(tmp_path / "other")
+    broker = start_broker_for_test(tls=certs)
+    try:
+        wrong_ca = by_name(await diagnose(make_settings(TOY_MQTT__URL=broker.url,
+                                                        TOY_MQTT__CA_FILE=str(other.ca_file)), skip=only("broker")))
+        plain = by_name(await diagnose(make_settings(TOY_MQTT__URL=f"mqtt://127.0.0.1:{broker.port}"),
+                                       skip=only("broker")))
+    finally:
+        broker.close()
+    assert wrong_ca["broker"].status == "FAIL" and "not trusted" in wrong_ca["broker"].detail
+    assert plain["broker"].status == "FAIL" and "expects TLS" in plain["broker"].detail
+
+
 async def test_no_broker_configured_is_skipped(make_settings) -> None:
     results = by_name(await diagnose(make_settings(), skip=only("broker", "alsa-control")))
     assert results["broker"].status == "SKIP" and "mqtt.url" in results["broker"].detail

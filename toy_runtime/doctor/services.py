@@ -67,6 +67,9 @@ async def check_broker(settings: Settings) -> Verdict:
                     "check mqtt.username and TOY_MQTT__PASSWORD against the broker's password file "
                     "(mosquitto_passwd); the password is read only from the environment")
     except BridgeError as exc:
+        if exc.code.startswith("tls"):  # certificate, handshake, or a scheme that does not match the listener
+            return fail(exc.message, "mqtt.ca_file must be the CA that signed the broker's certificate, and the "
+                                     "scheme must match the listener: mqtts:// for TLS, mqtt:// for plain")
         return fail(f"the broker refused the session: {exc.message}",
                     "try mqtt.protocol = \"3.1.1\" for an old broker; check the broker log")
     except TimeoutError:

@@ -1,11 +1,17 @@
-"""Structured audit records with secrets redacted: the port, a JSONL file sink and an in-memory sink."""
+"""Structured audit records with secrets redacted: the port, a JSONL file sink and an in-memory sink.
+
+The JSONL file holds the child's words, so it is private (0600; its folder 0700 when we create it) and bounded:
+`logging.handlers.RotatingFileHandler` rolls it over *between* records (`audit.jsonl` → `.1` … `.N`, oldest dropped).
+A reader that has the file open keeps reading the renamed file whole; `audit_files()` lists the set oldest first.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import logging.handlers
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
@@ -50,23 +56,57 @@ class MemoryAudit:
         return [r for r in self.records if r["kind"] == kind]
 
 
-class JsonlAudit:
-    """Appends one JSON object per line to a file; safe to call from several threads."""
+DEFAULT_MAX_BYTES = 5_000_000  # ~1,900 spoken turns at ~2.6 KB each
+DEFAULT_BACKUP_COUNT = 3
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+
+class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose files are created 0600 (whatever the umask) and whose write errors reach the
+    caller instead of being printed as a "--- Logging error ---" traceback."""
+
+    def _open(self):  # type: ignore[no-untyped-def] - called for the first file and after every rollover
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # a log an older version left world-readable is tightened too
+        except PermissionError:  # not our file (we may still append to it)
+            pass
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        raise  # noqa: PLE0704 - re-raise what emit() caught: the caller decides (as with a plain write)
+
+
+class JsonlAudit:
+    """Appends one JSON object per line to a private file, rotated at about `max_bytes` (0 = never) keeping
+    `backup_count` older files; safe to call from several threads (the handler's lock)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 backup_count: int = DEFAULT_BACKUP_COUNT) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)
+        if not self.path.parent.is_dir():
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._handler = _PrivateRotatingFile(self.path, maxBytes=max(0, max_bytes), backupCount=max(1, backup_count),
+                                             encoding="utf-8")
+        self._handler.setFormatter(logging.Formatter("%(message)s"))
 
     def record(self, kind: str, **fields: Any) -> None:
         line = json.dumps(redact({"kind": kind, "ts": time.time(), **fields}), ensure_ascii=False, default=str)
-        with self._lock:
-            self._file.write(line + "\n")
+        # one emit per record: the size check, the rollover and the write happen under the handler's lock
+        self._handler.handle(logging.makeLogRecord({"msg": line, "args": None}))
 
     def close(self) -> None:
-        with self._lock:
-            self._file.close()
+        self._handler.close()
+
+
+def audit_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The audit log and its rotated backups that exist, oldest first (`audit.jsonl.N` … `.1`, `audit.jsonl`)."""
+    path = Path(path)
+    backups = []
+    for candidate in path.parent.glob(f"{path.name}.*"):
+        suffix = candidate.name[len(path.name) + 1:]
+        if suffix.isdigit():
+            backups.append((int(suffix), candidate))
+    return [p for _, p in sorted(backups, reverse=True)] + ([path] if path.exists() else [])
 
 
 class TeeAudit:

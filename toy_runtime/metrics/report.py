@@ -1,5 +1,7 @@
-"""`toy-runtime report AUDIT.jsonl [--out report.html|report.png]`: per-turn latency waterfall from the audit log.
+"""`toy-runtime report [AUDIT.jsonl] [--out report.html|report.png]`: per-turn latency waterfall from the audit log.
 
+Without a file it reads the configured audit log (`[audit] path`, default `<state_dir>/audit.jsonl`; `--config` as
+for the other commands). The file's rotated backups (`AUDIT.jsonl.N` … `.1`) are read first, oldest first.
 Reads the JSONL audit log (one object per line with "kind" and "ts") and takes two kinds of records:
 
 - `voice.turn` (a spoken turn): milestones in ms after the end of the child's speech — endpoint, ASR final, first
@@ -137,7 +139,12 @@ def run_report(audit: str | Path, *, out: str | Path | None = None, last: int | 
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    return run_report(args.audit, out=args.out, last=args.last)
+    audit = args.audit
+    if audit is None:
+        from toy_runtime.config import load_settings
+
+        audit = load_settings(args.config).audit_path  # ConfigError: one line, exit 2 (cli.main)
+    return run_report(audit, out=args.out, last=args.last)
 
 
 def register(subparsers: Any) -> None:
@@ -145,7 +152,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report", help="per-turn latency waterfall from an audit log (PNG or HTML) and a console summary",
         description="Exit codes: 0 ok, 1 no turn records in the log, 2 missing file / bad --out / no matplotlib.")
-    p.add_argument("audit", metavar="AUDIT.jsonl", help="the audit log (default location: <state_dir>/audit.jsonl)")
+    p.add_argument("audit", metavar="AUDIT.jsonl", nargs="?",
+                   help="the audit log (default: the configured one, [audit] path or <state_dir>/audit.jsonl)")
+    p.add_argument("--config", metavar="FILE", help="TOML profile that says where the audit log is")
     p.add_argument("--out", metavar="FILE", help="report.png (the picture) or report.html (picture + table)")
     p.add_argument("--last", type=int, metavar="N", help="only the latest N turns")
     p.set_defaults(func=cmd_report)

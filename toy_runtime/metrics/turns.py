@@ -3,12 +3,14 @@ statistics over them (see `toy_runtime.metrics.report` for what is read and how 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence, TextIO
 
 __all__ = [
     "STAT_ROWS", "TEXT_STAGES", "VOICE_STAGES", "AuditScan", "Turn", "TurnEvent", "clock_text", "events_text",
@@ -220,11 +222,54 @@ def parse_audit_lines(lines: Iterable[str], source: str = "") -> AuditScan:
     return scan
 
 
-def load_audit(path: str | Path) -> AuditScan:
-    """Read an audit file (FileNotFoundError / OSError when it cannot be read; bad lines are only counted)."""
+def open_audit_files(path: str | Path) -> list[TextIO]:
+    """Open an audit file and its rotated backups (`FILE.N` … `FILE.1`, FILE); returned oldest first, each read
+    whole even if renamed meanwhile. FileNotFoundError when there is none; the caller closes them.
+
+    Safe while the runtime rotates: the live file is opened first, then the backups are listed and opened newest
+    first, and a file seen twice (renamed between two opens) is kept once. So a rollover at any moment loses nothing
+    but the oldest backup, which it deletes anyway, and no record is read twice (rotation renames, never copies, and
+    happens between records)."""
+    from toy_runtime.events.audit import audit_files
+
     path = Path(path)
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        return parse_audit_lines(f, source=str(path))
+    opened: list[TextIO] = []
+    seen: set[tuple[int, int]] = set()
+
+    def add(name: Path) -> None:
+        try:
+            f = name.open("r", encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return  # renamed or dropped by a rollover since it was listed: its content moved on
+        info = os.fstat(f.fileno())
+        if (info.st_dev, info.st_ino) in seen:
+            f.close()
+            return
+        seen.add((info.st_dev, info.st_ino))
+        opened.append(f)
+
+    try:
+        add(path)
+        for name in reversed(audit_files(path)):  # listed after the live file was opened: see above
+            if name != path:
+                add(name)
+    except BaseException:
+        for f in opened:
+            f.close()
+        raise
+    if not opened:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    return opened[::-1]
+
+
+def load_audit(path: str | Path) -> AuditScan:
+    """Read an audit file with its rotated backups, oldest first (open_audit_files); bad lines are only counted."""
+    files = open_audit_files(path)
+    try:
+        return parse_audit_lines(itertools.chain.from_iterable(files), source=str(path))
+    finally:
+        for f in files:
+            f.close()
 
 
 # -- statistics ------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 class TestCerts:
     """A throwaway CA and a server certificate for 127.0.0.1/localhost."""
 
+    __test__ = False  # not a pytest class, despite the name
+
     ca_file: Path
     cert_file: Path
     key_file: Path
