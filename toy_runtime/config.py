@@ -376,7 +376,8 @@ def _describe(error: dict[str, Any]) -> str:
     secret = any(str(part) in ("api_key", "password") for part in error["loc"])
     if isinstance(value, str):
         value = re.sub(r"//[^/@\s]*@", "//***@", value)  # never echo credentials embedded in a URL
-    shown = "" if secret or isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+    shown = ("" if secret or isinstance(value, (dict, list)) or value is None or repr(value) in message
+             else f" (got {value!r})")
     return f"{loc}: {message}{shown}"
 
 

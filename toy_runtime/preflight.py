@@ -27,16 +27,18 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def check_writable_dir(path: Path, key: str) -> None:
-    """ConfigError unless `path` is a writable folder, or could be created as one."""
+def check_writable_dir(path: Path, key: str, *, target: Path | None = None) -> None:
+    """ConfigError unless `path` is a writable folder, or could be created as one (for `target`, when given)."""
+    target = target or path
     existing = path
     while not _exists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        where = "" if existing == path else f" ({existing} is in the way)"
-        raise ConfigError(f"{key}: {path} is not a folder{where}")
+        reason = ("is not a folder" if existing == target
+                  else f"cannot be created: {existing} is a file, not a folder")
+        raise ConfigError(f"{key}: {target} {reason}")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{key}: {existing} is not writable (read-only file system or no permission)")
+        raise ConfigError(f"{key}: {target} cannot be written: {existing} is read-only or not ours")
 
 
 def check_writable_file(path: Path, key: str) -> None:
@@ -45,9 +47,9 @@ def check_writable_file(path: Path, key: str) -> None:
         raise ConfigError(f"{key}: {path} is a folder, not a file")
     if _exists(path):
         if not os.access(path, os.R_OK | os.W_OK):
-            raise ConfigError(f"{key}: {path} is not writable (read-only file system or no permission)")
+            raise ConfigError(f"{key}: {path} cannot be written (read-only file system or not ours)")
         return
-    check_writable_dir(path.parent, key)
+    check_writable_dir(path.parent, key, target=path)
 
 
 def check_existing_file(path: Path | None, key: str) -> None:
@@ -100,14 +102,10 @@ def check_event_names(settings: Settings) -> None:
     if settings.events.enabled is None and settings.mqtt.remote_capabilities == default_remote:
         return  # the defaults are registered names; loading the plugins here would only delay `run`'s start
     from .config_names import suggest
-    from .fakes.calendar import MemoryCalendarStore
-    from .fakes.device import MemoryMixer
     from .plugins import PluginPorts, default_registry
-    from .session.boundary import SessionBoundary
 
-    # in-memory ports: only the names are read, nothing is acted on
-    ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(), search=None)
-    known = default_registry(ports).names
+    # no ports at all: only the names are read, no handler ever runs
+    known = default_registry(PluginPorts(session=None, mixer=None, calendar=None, search=None)).names
     for key, names in (("events.enabled", settings.events.enabled or ()),
                        ("mqtt.remote_capabilities", settings.mqtt.remote_capabilities)):
         for name in names:
