@@ -340,14 +340,19 @@ def _extra_commands(command: str | None = None) -> list:
 _EXTRA_COMMANDS: list = []
 
 
-def _expected_error(exc: BaseException) -> bool:
-    """A device or model that is missing or failed: the user's to fix, so one line, not a traceback."""
-    for module, name in (("toy_runtime.ports.audio", "AudioDeviceError"),
-                         ("toy_runtime.ports.speech", "SpeechEngineError")):
+# the settings key behind a device or model error code, so the one line says what to change
+_KEY_FOR_CODE = {"tts-model-missing": "tts.voice_path", "tts-model-failed": "tts.voice_path",
+                 "asr-model-missing": "asr.model_path", "asr-model-failed": "asr.model_path"}
+
+
+def _expected_error(exc: BaseException) -> str | None:
+    """The one line for a device or model that is missing or failed (the user's to fix), else None (a bug)."""
+    for module, name, default_key in (("toy_runtime.ports.audio", "AudioDeviceError", "audio"),
+                                      ("toy_runtime.ports.speech", "SpeechEngineError", "speech")):
         cls = getattr(sys.modules.get(module), name, None)  # only loaded if the command used it
         if cls is not None and isinstance(exc, cls):
-            return True
-    return False
+            return f"{_KEY_FOR_CODE.get(getattr(exc, 'code', ''), default_key)}: {exc}"
+    return None
 
 
 def _stdout_closed() -> int:
@@ -381,9 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        if not _expected_error(exc):
-            raise
-        print(user_error_line(str(exc)), file=sys.stderr)
+        line = _expected_error(exc)
+        if line is None:
+            raise  # a bug: the traceback is what a report needs
+        print(user_error_line(line), file=sys.stderr)
         return EXIT_USAGE
 
 

