@@ -370,6 +370,8 @@ def _describe(error: dict[str, Any]) -> str:
 
         return f"{loc}: unknown key{unknown_key_hint(Settings, tuple(error['loc']))}"
     message = error["msg"]
+    if error["type"] == "tuple_type" and isinstance(error.get("input"), str):
+        message = 'must be a list: ["a", "b"] in TOML, the same JSON in the environment'  # env text is not split
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     value = error.get("input")
