@@ -11,12 +11,15 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .config_names import check_environment, env_source, field_loc, unknown_key_hint
+from .config_values import check_url as _check_url, literal_from_text
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password")}
 
@@ -39,40 +42,8 @@ class Section(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _literal_from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        # An environment variable is always text and TOML may write `protocol = 5`: a choice of numbers accepts
-        # "20", a choice of strings accepts 5, so `TOY_AUDIO__FRAME_MS=20` means 20.
-        annotation = cls.model_fields[info.field_name].annotation
-        if get_origin(annotation) is not Literal or isinstance(value, bool):
-            return value
-        choices = get_args(annotation)
-        if isinstance(value, str) and all(isinstance(c, int) and not isinstance(c, bool) for c in choices):
-            try:
-                return int(value.strip())
-            except ValueError:
-                return value
-        if isinstance(value, (int, float)) and all(isinstance(c, str) for c in choices):
-            return str(value)
-        return value
-
-
-def _check_url(value: str | None, schemes: tuple[str, ...], example: str) -> str | None:
-    """A URL with one of `schemes`, a host and a port in range (None and "" mean unset)."""
-    if not value:
-        return None
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(value)
-    if parts.scheme not in schemes:
-        raise ValueError(f"must start with {' or '.join(s + '://' for s in schemes)} (e.g. {example})")
-    if not parts.hostname:
-        raise ValueError(f"no host in the URL (e.g. {example})")
-    try:
-        port = parts.port  # None: the scheme's default port
-    except ValueError:
-        port = 0
-    if port == 0:
-        raise ValueError(f"the port must be a number from 1 to 65535 (e.g. {example})")
-    return value
+        # env values are text and TOML may write `protocol = 5`: TOY_AUDIO__FRAME_MS=20 means 20
+        return literal_from_text(cls.model_fields[info.field_name].annotation, value)
 
 
 class LLMConfig(Section):
@@ -356,18 +327,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _field_loc(loc: tuple) -> tuple:
-    """The settings key of an error location, without pydantic's union-member tags ("audio.input_device.str")."""
-    annotation = Settings.model_fields.get(str(loc[0])).annotation if loc and loc[0] in Settings.model_fields else None
-    depth = 2 if isinstance(annotation, type) and issubclass(annotation, BaseModel) else 1
-    return tuple(loc[:depth]) + tuple(p for p in loc[depth:] if isinstance(p, int))[:1]  # keep a list index
-
-
 def _describe(error: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in _field_loc(tuple(error["loc"]))) or "config"
+    loc = ".".join(str(p) for p in field_loc(Settings, tuple(error["loc"]))) or "config"
     if error["type"] == "extra_forbidden":
-        from .config_names import unknown_key_hint
-
         return f"{loc}: unknown key{unknown_key_hint(Settings, tuple(error['loc']))}"
     message = error["msg"]
     if error["type"] == "tuple_type" and isinstance(error.get("input"), str):
@@ -383,23 +345,11 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{loc}: {message}{shown}"
 
 
-def _env_source(error: dict[str, Any], environ) -> str:
-    """` [from TOY_X__Y]` when the bad value came from the environment, so the user knows where to look."""
-    loc = [str(p) for p in error["loc"][:2]]
-    for depth in (2, 1):
-        name = "TOY_" + "__".join(loc[:depth]).upper()
-        if len(loc) >= depth and any(key.upper() == name for key in environ):
-            return f" [from {name}]"
-    return ""
-
-
 def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, str] | None = None,
                   **overrides: Any) -> Settings:
     """Build the settings tree once at start-up; raises ConfigError with a one-line message."""
     data = _read_toml(Path(path)) if path else {}
     environ = os.environ if env is None else env
-    from .config_names import check_environment
-
     problem = check_environment(Settings, environ)
     if problem:
         raise ConfigError(problem)
@@ -414,9 +364,9 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
         except ValidationError as exc:
             errors = exc.errors()
             # one key can report several errors (one per union member, an item and the length)
-            keys = {tuple(p for p in _field_loc(tuple(e["loc"])) if not isinstance(p, int)) for e in errors}
+            keys = {tuple(p for p in field_loc(Settings, tuple(e["loc"])) if not isinstance(p, int)) for e in errors}
             extra = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
-            raise ConfigError(_describe(errors[0]) + _env_source(errors[0], environ) + extra) from None
+            raise ConfigError(_describe(errors[0]) + env_source(errors[0], environ) + extra) from None
         except ValueError as exc:  # e.g. env JSON that does not parse
             field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
             if field:

@@ -67,3 +67,21 @@ def unknown_key_hint(settings_cls: type[BaseModel], loc: tuple) -> str:
         if model is not None:
             return suggest(str(loc[1]), model.model_fields)
     return ""
+
+
+def field_loc(settings_cls: type[BaseModel], loc: tuple) -> tuple:
+    """The settings key of an error location, without pydantic's union-member tags ("audio.input_device.str")."""
+    section = str(loc[0]) if loc else ""
+    model = _section_model(settings_cls, section) if section in settings_cls.model_fields else None
+    depth = 2 if model is not None else 1
+    return tuple(loc[:depth]) + tuple(p for p in loc[depth:] if isinstance(p, int))[:1]  # keep a list index
+
+
+def env_source(error: dict, environ: Mapping[str, str]) -> str:
+    """` [from TOY_X__Y]` when the bad value came from the environment, so the user knows where to look."""
+    loc = [str(p) for p in error["loc"][:2]]
+    for depth in (2, 1):
+        name = ENV_PREFIX + DELIMITER.join(loc[:depth]).upper()
+        if len(loc) >= depth and any(key.upper() == name for key in environ):
+            return f" [from {name}]"
+    return ""
