@@ -192,16 +192,10 @@ def build_recognizer(settings: Settings):
 
 
 def check_voice_files(settings: Settings) -> None:
-    """StartError when a configured voice or voice config file is missing (cheap: loading comes later)."""
-    from .errors import StartError
+    """ConfigError when a configured voice or voice config file is missing (cheap: loading comes later)."""
+    from .preflight import check_voice_files as check
 
-    for key, path in (("tts.voice_path", settings.tts.voice_path), ("tts.config_path", settings.tts.config_path)):
-        if path is not None and not path.is_file():
-            raise StartError(f"{key}: no such file: {path}")
-    if settings.tts.voice_path is not None and settings.tts.config_path is None:
-        config = settings.tts.voice_path.with_name(settings.tts.voice_path.name + ".json")
-        if not config.is_file():
-            raise StartError(f"tts.config_path: not set and {config} does not exist")
+    check(settings)
 
 
 def build_synthesizer(settings: Settings):

@@ -15,8 +15,11 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .config_names import check_environment, env_source, field_loc, unknown_key_hint
+from .config_values import check_url as _check_url, literal_from_text
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password")}
 
@@ -36,6 +39,12 @@ class Section(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _literal_from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        # env values are text and TOML may write `protocol = 5`: TOY_AUDIO__FRAME_MS=20 means 20
+        return literal_from_text(cls.model_fields[info.field_name].annotation, value)
+
 
 class LLMConfig(Section):
     """The ChatAgent / EventAgent endpoint (any OpenAI-compatible server)."""
@@ -54,6 +63,11 @@ class LLMConfig(Section):
         "spends it in prompt prefill (a cold 1,300-token prompt takes 6-7 s on 2 cores), so the default has 2x room")
     read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
     include_usage: bool = True
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return _check_url(value, ("http", "https"), "http://127.0.0.1:8080/v1")
 
 
 class AgentConfig(Section):
@@ -119,6 +133,12 @@ class AudioConfig(Section):
     output_block_ms: int = Field(10, ge=5, le=200, description="playback block; flush latency is one block")
     pad_silence_ms: int = Field(50, ge=0, le=500)
 
+    @field_validator("input_device", "output_device", mode="before")
+    @classmethod
+    def _index_from_text(cls, value: Any) -> Any:
+        # `TOY_AUDIO__INPUT_DEVICE=3` is the device with index 3, not a device whose name contains "3"
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
 
 class VadConfig(Section):
     """Voice activity detection and endpointing (durations in ms)."""
@@ -177,12 +197,9 @@ class MqttConfig(Section):
             return value
         from urllib.parse import urlsplit
 
-        parts = urlsplit(value)
-        if parts.scheme not in ("mqtt", "mqtts"):
-            raise ValueError("must start with mqtt:// or mqtts://")
-        if parts.username or parts.password:
+        if urlsplit(value).username or urlsplit(value).password:
             raise ValueError("no credentials in the URL: use [mqtt] username and TOY_MQTT__PASSWORD")
-        return value
+        return _check_url(value, ("mqtt", "mqtts"), "mqtt://127.0.0.1:1883")
 
     remote_capabilities: tuple[str, ...] = Field(
         ("device.volume.adjust", "session.terminate"), description="events a remote command may invoke"
@@ -208,6 +225,11 @@ class SearchConfig(Section):
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return _check_url(value, ("http", "https"), "http://127.0.0.1:8888")
 
 
 class AuditConfig(Section):
@@ -295,6 +317,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                          f"{exc.start}); save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"config file {path}: {exc.strerror}") from None
     for section, key in SECRET_KEYS:
@@ -305,17 +330,20 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _describe(error: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in error["loc"]) or "config"
+    loc = ".".join(str(p) for p in field_loc(Settings, tuple(error["loc"]))) or "config"
     if error["type"] == "extra_forbidden":
-        return f"{loc}: unknown key"
+        return f"{loc}: unknown key{unknown_key_hint(Settings, tuple(error['loc']))}"
     message = error["msg"]
+    if error["type"] == "tuple_type" and isinstance(error.get("input"), str):
+        message = 'must be a list: ["a", "b"] in TOML, the same JSON in the environment'  # env text is not split
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     value = error.get("input")
     secret = any(str(part) in ("api_key", "password") for part in error["loc"])
     if isinstance(value, str):
         value = re.sub(r"//[^/@\s]*@", "//***@", value)  # never echo credentials embedded in a URL
-    shown = "" if secret or isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+    shown = ("" if secret or isinstance(value, (dict, list)) or value is None or repr(value) in message
+             else f" (got {value!r})")
     return f"{loc}: {message}{shown}"
 
 
@@ -324,6 +352,9 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
     """Build the settings tree once at start-up; raises ConfigError with a one-line message."""
     data = _read_toml(Path(path)) if path else {}
     environ = os.environ if env is None else env
+    problem = check_environment(Settings, environ)
+    if problem:
+        raise ConfigError(problem)
     saved = dict(os.environ) if env is not None else None
     try:
         if env is not None:
@@ -334,9 +365,15 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
             settings = Settings(**overrides)
         except ValidationError as exc:
             errors = exc.errors()
-            extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise ConfigError(_describe(errors[0]) + extra) from None
+            # one key can report several errors (one per union member, an item and the length)
+            keys = {tuple(p for p in field_loc(Settings, tuple(e["loc"])) if not isinstance(p, int)) for e in errors}
+            extra = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
+            raise ConfigError(_describe(errors[0]) + env_source(errors[0], environ) + extra) from None
         except ValueError as exc:  # e.g. env JSON that does not parse
+            field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
+            if field:
+                name = f"TOY_{field.group(1).upper()}"
+                raise ConfigError(f"{name}: not valid JSON (or set single keys as {name}__KEY)") from None
             raise ConfigError(f"config: {exc}") from None
     finally:
         Settings._toml_data = {}
@@ -351,7 +388,10 @@ def _apply_openai_fallbacks(settings: Settings, environ) -> Settings:
     if settings.llm.api_key is None and environ.get("OPENAI_API_KEY"):
         llm_updates["api_key"] = SecretStr(environ["OPENAI_API_KEY"])
     if settings.llm.base_url is None and environ.get("OPENAI_BASE_URL"):
-        llm_updates["base_url"] = environ["OPENAI_BASE_URL"]
+        try:
+            llm_updates["base_url"] = _check_url(environ["OPENAI_BASE_URL"], ("http", "https"), "https://host/v1")
+        except ValueError as exc:
+            raise ConfigError(f"OPENAI_BASE_URL: {exc}") from None
     if not llm_updates:
         return settings
     return settings.model_copy(update={"llm": settings.llm.model_copy(update=llm_updates)})

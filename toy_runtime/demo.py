@@ -128,25 +128,30 @@ def summary(verdicts: Sequence[Verdict]) -> str:
 
 
 async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line | str] = DEFAULT_SCRIPT,
-                   stream: TextIO | None = None, json_lines: bool = False) -> int:
-    """Run the scripted demo; returns the exit code (0 when every line got a turn, understood or not)."""
+                   stream: TextIO | None = None, json_lines: bool = False, progress: TextIO | None = None) -> int:
+    """Run the scripted demo; returns the exit code (0 when every line got a turn, understood or not).
+
+    Turns and the summary go to `stream` (stdout); with `json_lines` it gets JSON lines only and the loading
+    lines go to `progress` (stderr), so `demo --json | jq` reads clean JSON.
+    """
     from .adapters.wav_io import WavFileSink, write_wav
     from .app import build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
     from .audio.listener import Listener
     from .session.voice import VoiceLoop
 
     stream = stream or sys.stdout
+    progress = progress or (sys.stderr if json_lines else stream)
     lines = as_lines(script)
     settings = with_updates(settings, tts={"deterministic": True})  # the same speech every run
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    print("toy-runtime demo — loading models…", file=stream, flush=True)
+    print("toy-runtime demo — loading models…", file=progress, flush=True)
     synthesizer, recognizer = await asyncio.gather(asyncio.to_thread(build_synthesizer, settings),
                                                    asyncio.to_thread(build_recognizer, settings))
     vad = build_vad(settings)
     loaded = time.monotonic()
     mode = settings.agent.tool_invocation_mode if settings.llm_online else "offline gate (no LLM endpoint)"
-    print(f"models ready in {(loaded - started) * 1000:.0f} ms; answering with: {mode}", file=stream, flush=True)
+    print(f"models ready in {(loaded - started) * 1000:.0f} ms; answering with: {mode}", file=progress, flush=True)
 
     utterances = await synthesize_script(synthesizer, [line.text for line in lines])
     for i, pcm in enumerate(utterances, 1):

@@ -57,7 +57,7 @@ def register(sub) -> None:
     inner = parser.add_subparsers(dest="schedules_command", required=True, metavar="SUBCOMMAND")
     p = inner.add_parser("list", help="list schedules")
     _add_config(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the schedules as a JSON list")
     p.add_argument("--all", action="store_true", help="include cancelled and finished ones")
     p.set_defaults(func=lambda a: asyncio.run(_list(_settings_for(a), a.json, a.all)))
     p = inner.add_parser("cancel", help="cancel a schedule by id")

@@ -290,25 +290,26 @@ async def _push_to_talk(voice, mic, notice) -> None:
 
 
 def _configure_logging(settings: Settings) -> None:
-    # force: `main` put a NullHandler on the root logger, which would make basicConfig a no-op
-    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
-    if settings.log_level != "debug":
-        for chatty in ("httpx", "httpx2", "httpcore", "openai"):  # one INFO line per LLM request otherwise
-            logging.getLogger(chatty).setLevel(logging.WARNING)
+    from .logs import configure_logging
+
+    configure_logging(settings.log_level)  # journald priorities under systemd (logs.py)
 
 
 def register(sub) -> None:
     """Add `run` and `ptt`."""
     from .cli import _add_turn_flags, _settings_for
 
+    from .preflight import check_audio_devices
+
     def cmd_run(args: argparse.Namespace) -> int:
         settings = _settings_for(args)
+        check_audio_devices(settings)  # a wrong device name is one line and exit 2, before anything starts
         _configure_logging(settings)
         return asyncio.run(run_voice(settings, once=args.once, transcript=args.transcript))
 
     def cmd_ptt(args: argparse.Namespace) -> int:
         settings = _settings_for(args)
+        check_audio_devices(settings)
         _configure_logging(settings)
         return asyncio.run(run_voice(settings, keyboard=True, transcript=args.transcript))
 

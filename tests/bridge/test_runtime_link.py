@@ -108,7 +108,10 @@ def test_auth_failure_is_one_clear_line(tmp_path):
                                "--device-id", "toy9"], input="hello\n", capture_output=True, text=True, env=env,
                               timeout=60)
         assert proc.returncode == 2
-        assert "mqtt" in proc.stderr and proc.stderr.count("\n") == 1 and "wrong" not in proc.stderr
+        # the last line is the user error; library log lines are visible in every command (issue 15), so the
+        # bridge's own ERROR line about the refusal may come before it
+        lines = proc.stderr.splitlines()
+        assert lines[-1].startswith("toy-runtime: mqtt") and len(lines) <= 2 and "wrong" not in proc.stderr
         assert time.monotonic() - started < 30
     finally:
         broker.close()

@@ -90,6 +90,9 @@ async def diagnose(settings: Settings | None = None, *, config: str | os.PathLik
     if settings is None:
         try:
             settings = load_settings(config)
+            from ..preflight import check_settings
+
+            check_settings(settings)  # files, folders and event names; on failure the other checks still run
             config_result = ok(_config_summary(settings, config))
         except ConfigError as exc:
             config_result = fail(str(exc), "fix that key in the TOML profile or the TOY_* environment "

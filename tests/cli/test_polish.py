@@ -1,0 +1,149 @@
+"""CLI polish (issue 15, items 5 and 7): --version, a closed pipe, `devices` with nothing found, `demo --json`, help
+texts, library warnings on stderr in every command, journald priorities. Real subprocesses of the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.helpers import clean_env, run_cli
+from toy_runtime import __version__
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+
+def test_version():
+    proc = run_cli("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"toy-runtime {__version__}\n", "")
+
+
+@pytest.mark.parametrize("args,stdin", [
+    (("events", "list", "--json"), b""),
+    (("chat", "--json"), b"hello\nturn it up\n"),
+])
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path, args, stdin):
+    """`events list --json | head` ended in a BrokenPipeError traceback. The read end is closed before the command
+    writes anything, so the write always fails (no race with how much fits in the pipe)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "toy_runtime", *args], input=stdin, stdout=write_end,
+                              stderr=subprocess.PIPE, env=clean_env(tmp_path), timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr  # 128 + SIGPIPE, like any Unix filter
+    assert proc.stderr == b""
+
+
+def test_devices_when_none_is_found_points_to_doctor(tmp_path):
+    env = clean_env(tmp_path, PULSE_SERVER=f"unix:{tmp_path}/no-pulse-here")  # ALSA's "pulse" device opens nothing
+    proc = run_cli("devices", "--json", env=env)
+    if json.loads(proc.stdout):
+        pytest.skip(f"this machine has sound cards PortAudio finds without PulseAudio: {proc.stdout[:200]}")
+    assert proc.returncode == 1 and "toy-runtime doctor" in proc.stderr
+    proc = run_cli("devices", env=env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("toy-runtime: no audio devices found; `toy-runtime doctor` says why")
+    assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.audio
+def test_devices_lists_the_virtual_card(tmp_path, sound_card):
+    proc = run_cli("devices", "--json", env=clean_env(tmp_path, **sound_card.runtime_env))
+    assert proc.returncode == 0, proc.stderr
+    assert "pulse" in {d["name"] for d in json.loads(proc.stdout)}
+
+
+def test_demo_json_prints_only_json_on_stdout(tmp_path):
+    proc = run_cli("demo", "--json", "--out", str(tmp_path / "out"), "--say", "turn it up a bit",
+                   env=clean_env(tmp_path / "state"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]  # every stdout line is JSON
+    assert [r["type"] for r in rows] == ["voice_turn", "demo_verdict", "demo_summary"]
+    assert "loading models" in proc.stderr  # the human progress lines went to stderr
+
+
+def _commands() -> list[tuple[str, ...]]:
+    from toy_runtime.cli import build_parser
+
+    commands = []
+
+    def visit(parser, prefix):
+        commands.append(prefix)
+        for action in parser._actions:
+            for name, sub in getattr(action, "choices", None).items() if hasattr(action, "_name_parser_map") else ():
+                visit(sub, prefix + (name,))
+
+    visit(build_parser(), ())
+    return commands
+
+
+def test_help_texts_are_whole(tmp_path):
+    """No word is split at a hyphen ("start-" / "up"), a long command name ("schedules") does not push its help onto
+    the next line, and every option says what it is for."""
+    commands = _commands()
+    assert ("config", "check") in commands and ("bench", "voice") in commands and len(commands) > 15
+    problems = []
+    for command in commands:
+        proc = run_cli(*command, "--help", env=clean_env(tmp_path, COLUMNS="80"))
+        assert proc.returncode == 0, (command, proc.stderr)
+        lines = proc.stdout.splitlines()
+        for number, line in enumerate(lines):
+            if re.search(r"\w-$", line):
+                problems.append(f"{' '.join(command)}: word split at a hyphen: {line!r}")
+            if re.fullmatch(r"\s{4}[a-z][\w-]*", line) and number + 1 < len(lines) \
+                    and re.match(r"\s{8,}\S", lines[number + 1]):
+                problems.append(f"{' '.join(command)}: help pushed below {line.strip()!r}")
+            if re.fullmatch(r"\s{2}--[\w-]+( [A-Z_.]+)?", line) and not (
+                    number + 1 < len(lines) and re.match(r"\s{8,}\S", lines[number + 1])):
+                problems.append(f"{' '.join(command)}: option without help: {line.strip()!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_library_warnings_reach_stderr_in_chat(tmp_path):
+    """`chat` used to install a NullHandler: a server rejecting `stream_options` (or the MQTT link failing) said
+    nothing. The warning is one line on stderr; stdout stays the conversation."""
+    with ScriptedLLMServer([Reply(text="Hi there!")], reject_fields=("stream_options",)) as server:
+        proc = run_cli("chat", "--json", "--llm-base-url", server.url, input_text="hello\n",
+                       env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("WARNING ")]
+    assert len(warnings) == 1 and "rejected `stream_options`" in warnings[0], proc.stderr
+    assert all(json.loads(line) for line in proc.stdout.splitlines())
+
+
+def _run_with_journal(args, env, stdin=""):
+    """Run with stderr on a file that JOURNAL_STREAM names, as systemd does for StandardError=journal."""
+    stderr_path = env["TOY_STATE_DIR"] + "/stderr.txt"
+    with open(stderr_path, "w+") as stderr:
+        info = os.fstat(stderr.fileno())
+        env = {**env, "JOURNAL_STREAM": f"{info.st_dev}:{info.st_ino}"}
+        proc = subprocess.run([sys.executable, "-m", "toy_runtime", *args], input=stdin, text=True,
+                              stdout=subprocess.PIPE, stderr=stderr, env=env, timeout=120)
+        stderr.seek(0)
+        return proc, stderr.read()
+
+
+def test_journald_gets_priorities(tmp_path):
+    """Under systemd every log line starts with its sd-daemon priority, so `journalctl -p warning` filters."""
+    (tmp_path / "state").mkdir()
+    with ScriptedLLMServer([Reply(text="Hi there!")], reject_fields=("stream_options",)) as server:
+        proc, err = _run_with_journal(["chat", "--llm-base-url", server.url],
+                                      clean_env(tmp_path / "state"), "hello\n")
+    assert proc.returncode == 0, err
+    assert [line for line in err.splitlines() if line.startswith("<4>WARNING ") and "stream_options" in line], err
+    assert not [line for line in err.splitlines() if line and not line.startswith("<")], err
+
+    proc, err = _run_with_journal(["config", "check"], clean_env(tmp_path / "state", TOY_VAD__HANGOVER_MS="5"))
+    assert proc.returncode == 2
+    assert err.startswith("<3>toy-runtime: vad.hangover_ms: ") and err.count("\n") == 1
+
+
+def test_no_priority_prefix_when_stderr_is_not_the_journal(tmp_path):
+    """JOURNAL_STREAM is inherited by children whose stderr went elsewhere: then no prefix."""
+    proc = run_cli("config", "check", env=clean_env(tmp_path, TOY_VAD__HANGOVER_MS="5", JOURNAL_STREAM="8:12345"))
+    assert proc.returncode == 2 and proc.stderr.startswith("toy-runtime: vad.hangover_ms: ")

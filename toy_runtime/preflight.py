@@ -1,0 +1,158 @@
+"""Load-time checks the settings model cannot make alone: files and folders, registered event names, audio devices.
+
+pydantic validates each value by itself; these checks look at the machine. They run once, right after the settings
+load and before anything starts, so a wrong path is one line naming the key (exit 2) instead of a traceback from
+deep inside SQLite or the audit writer. They never create or change anything: a folder that does not exist yet
+passes when its nearest existing parent is a writable folder (the runtime creates it later).
+
+    check_settings(settings)        every command that loads settings (paths, CA file, models, event names)
+    check_audio_devices(settings)   `run` and `ptt`: the configured mic and speaker exist
+    check_output_dir(path, "--out") a folder a command will write into
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .config import ConfigError, Settings
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # e.g. no permission to look inside a parent
+        return False
+
+
+def check_writable_dir(path: Path, key: str, *, target: Path | None = None) -> None:
+    """ConfigError unless `path` is a writable folder, or could be created as one (for `target`, when given)."""
+    target = target or path
+    existing = path
+    while not _exists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        reason = ("is not a folder" if existing == target
+                  else f"cannot be created: {existing} is a file, not a folder")
+        raise ConfigError(f"{key}: {target} {reason}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}: {target} cannot be written: {existing} is read-only or not ours")
+
+
+def check_writable_file(path: Path, key: str) -> None:
+    """ConfigError unless `path` is a writable file, or could be created as one."""
+    if path.is_dir():
+        raise ConfigError(f"{key}: {path} is a folder, not a file")
+    if _exists(path):
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise ConfigError(f"{key}: {path} cannot be written (read-only file system or not ours)")
+        return
+    check_writable_dir(path.parent, key, target=path)
+
+
+def check_existing_file(path: Path | None, key: str) -> None:
+    """ConfigError unless `path` (when set) is a readable file."""
+    if path is None:
+        return
+    if not path.is_file():
+        raise ConfigError(f"{key}: no such file: {path}" if not path.is_dir() else f"{key}: {path} is a folder")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{key}: {path} is not readable")
+
+
+def check_sqlite_file(path: Path, key: str) -> None:
+    """ConfigError unless `path` is an SQLite database, an empty file or a file that can be created."""
+    check_writable_file(path, key)
+    if not _exists(path):
+        return
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise ConfigError(f"{key}: {path} is not an SQLite database (move it away or choose another file)")
+
+
+def check_voice_files(settings: Settings) -> None:
+    """The configured piper voice and its JSON config exist (they load only after the toy is listening)."""
+    check_existing_file(settings.tts.voice_path, "tts.voice_path")
+    check_existing_file(settings.tts.config_path, "tts.config_path")
+    if settings.tts.voice_path is not None and settings.tts.config_path is None:
+        config = settings.tts.voice_path.with_name(settings.tts.voice_path.name + ".json")
+        if not config.is_file():
+            raise ConfigError(f"tts.config_path: not set and {config} does not exist")
+
+
+def check_asr_model(settings: Settings) -> None:
+    """A vosk engine has a model folder that looks like one (the model itself loads later, in the background)."""
+    if settings.asr.engine != "vosk":
+        return
+    path = settings.asr.model_path
+    if path is None:
+        raise ConfigError("asr.model_path: the vosk engine needs a model folder (see docs/raspberry-pi.md)")
+    if not path.is_dir():
+        raise ConfigError(f"asr.model_path: no such folder: {path}")
+    if not (path / "am").is_dir() and not (path / "conf").is_dir():
+        raise ConfigError(f"asr.model_path: {path} is not a vosk model folder (no am/ or conf/ inside)")
+
+
+def check_event_names(settings: Settings) -> None:
+    """Every name in `[events] enabled` and `[mqtt] remote_capabilities` is a registered event."""
+    default_remote = type(settings.mqtt).model_fields["remote_capabilities"].default
+    if settings.events.enabled is None and settings.mqtt.remote_capabilities == default_remote:
+        return  # the defaults are registered names; loading the plugins here would only delay `run`'s start
+    from .config_names import suggest
+    from .plugins import PluginPorts, default_registry
+
+    # no ports at all: only the names are read, no handler ever runs
+    known = default_registry(PluginPorts(session=None, mixer=None, calendar=None, search=None)).names
+    for key, names in (("events.enabled", settings.events.enabled or ()),
+                       ("mqtt.remote_capabilities", settings.mqtt.remote_capabilities)):
+        for name in names:
+            if name not in known:
+                raise ConfigError(f"{key}: unknown event {name!r}{suggest(name, known)}; "
+                                  f"registered: {', '.join(known)}")
+
+
+def check_search(settings: Settings) -> None:
+    """The searxng provider has a URL to ask."""
+    if settings.search.provider == "searxng" and not settings.search.url:
+        raise ConfigError("search.url: not set, but search.provider is 'searxng' (give the SearxNG base URL)")
+
+
+def check_settings(settings: Settings) -> None:
+    """Everything about the configured files, folders and names that can be known before starting."""
+    check_writable_dir(settings.state_dir, "state_dir")
+    if settings.audit.enabled:
+        check_writable_file(settings.audit_path, "audit.path")
+    check_sqlite_file(settings.calendar_path, "calendar.path")
+    check_existing_file(settings.mqtt.ca_file, "mqtt.ca_file")
+    check_voice_files(settings)
+    check_asr_model(settings)
+    check_search(settings)
+    check_event_names(settings)
+
+
+def check_output_dir(path: Path, key: str) -> None:
+    """A folder a command writes its results into (created later if missing)."""
+    check_writable_dir(path, key)
+
+
+def check_audio_devices(settings: Settings) -> None:
+    """The configured mic and speaker exist now (StartError naming the key and pointing to `devices`)."""
+    from .adapters.sounddevice_base import import_sounddevice, resolve_device
+    from .errors import StartError
+    from .ports.audio import AudioDeviceError
+
+    try:
+        sd = import_sounddevice()
+        for key, device, kind in (("audio.input_device", settings.audio.input_device, "input"),
+                                  ("audio.output_device", settings.audio.output_device, "output")):
+            try:
+                resolve_device(sd, device, kind)
+            except AudioDeviceError:
+                what = f"no {kind} device matches {device!r}" if device is not None else f"no default {kind} device"
+                raise StartError(f"{key}: {what}; `toy-runtime devices` lists them, "
+                                 "`toy-runtime doctor` checks them") from None
+    except AudioDeviceError as exc:  # sounddevice / PortAudio itself is missing
+        raise StartError(f"audio: {exc}") from None
