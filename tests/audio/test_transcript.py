@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -153,10 +152,9 @@ def runtime_env(sound_card, llm, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def answer_with_a_schedule(request):
-    start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(hours=2)
-    call = {"title": "drink some water", "start_at": start.isoformat(), "timezone": "UTC"}
-    return Reply(text=ANSWER, tool_calls=[("add_schedule", json.dumps(call))])
+def answer_with_an_event(request):
+    # the child's words say nothing about the volume, so the model's arguments fill the request and it runs
+    return Reply(text=ANSWER, tool_calls=[("adjust_device_volume", json.dumps({"mode": "absolute", "value": 30}))])
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -174,7 +172,7 @@ def test_run_on_a_terminal_shows_what_was_heard_said_and_done(sound_card, speak,
     question = speak(QUESTION)
     audit = tmp_path / "audit.jsonl"
     term = Terminal()
-    with ScriptedLLMServer(answer_with_a_schedule) as llm:
+    with ScriptedLLMServer(answer_with_an_event) as llm:
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run", "--mode", "chat_agent_tools"],
                                 env=runtime_env(sound_card, llm, tmp_path), stdin=term.slave, stdout=term.slave,
                                 stderr=subprocess.DEVNULL)
@@ -190,7 +188,7 @@ def test_run_on_a_terminal_shows_what_was_heard_said_and_done(sound_card, speak,
     shown = term.text
     assert f"you: {turn['text']}" in shown and "weather" in turn["text"], shown
     assert f"toy: {ANSWER}" in shown, shown
-    assert "event calendar.schedule.create: succeeded" in shown, shown
+    assert "event device.volume.adjust: succeeded" in shown, shown
     assert f"turn 1: {turn['voice_to_voice_ms']:.0f} ms voice to voice" in shown, shown
     for state in ("[listening]", "[thinking]", "[speaking]"):
         assert state in shown, (state, shown)
@@ -202,7 +200,7 @@ def test_run_on_a_terminal_shows_what_was_heard_said_and_done(sound_card, speak,
 def test_run_into_a_pipe_prints_no_transcript(sound_card, speak, tmp_path):
     question = speak(QUESTION)
     audit = tmp_path / "audit.jsonl"
-    with ScriptedLLMServer(answer_with_a_schedule) as llm:
+    with ScriptedLLMServer(answer_with_an_event) as llm:
         proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run", "--mode", "chat_agent_tools"],
                                 env=runtime_env(sound_card, llm, tmp_path), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -218,7 +216,7 @@ def test_run_into_a_pipe_prints_no_transcript(sound_card, speak, tmp_path):
     assert ANSWER not in err and "you: " not in err and "[listening]" not in err, err
     # the log has one structured line for the turn instead, without the child's words
     turn_lines = [line for line in err.splitlines() if "toy_runtime.turns" in line]
-    assert len(turn_lines) == 1 and "events=calendar.schedule.create=succeeded" in turn_lines[0], err
+    assert len(turn_lines) == 1 and "events=device.volume.adjust=succeeded" in turn_lines[0], err
     assert "weather" not in turn_lines[0]
 
 
