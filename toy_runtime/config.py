@@ -130,6 +130,8 @@ class VadConfig(Section):
     min_utterance_ms: int = Field(250, ge=0)
     max_utterance_ms: int = Field(15000, ge=500)
     no_speech_timeout_ms: int = Field(8000, ge=500)
+    end_by_level: bool = Field(True, description="the hangover starts at the last loud speech frame, not at the "
+                               "VAD's last speech frame (~100 ms later: its overhang)")
 
 
 class AsrConfig(Section):

@@ -107,6 +107,11 @@ class SoundDeviceSink:
         now = time.monotonic()
         if status.output_underflow:
             self.underruns += 1
+        # When this block's first sample reaches the DAC (PortAudio's estimate, the device's own buffering): the
+        # first-sample time is when the answer becomes audible, not when it was copied into the buffer.
+        delay = time_info.outputBufferDacTime - time_info.currentTime
+        if 0.0 < delay < 1.0:
+            now += delay
         need = frames * 2
         pos = 0
         events: list[tuple] = []
@@ -196,7 +201,8 @@ class SoundDeviceSink:
             raise RuntimeError("sink is not started (or already closed)")
 
     def first_sample(self, answer_id: str) -> asyncio.Future[float | None]:
-        """Future for the monotonic time the first sample of `answer_id` was written (None if flushed unplayed)."""
+        """Future for the monotonic time the first sample of `answer_id` reaches the DAC (PortAudio's estimate of when
+        it is heard; None if flushed unplayed)."""
         self._check()
         assert self._answers is not None
         return self._answers.get(answer_id)

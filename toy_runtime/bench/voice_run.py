@@ -53,6 +53,8 @@ class VoiceBenchConfig:
     reply_text: str = REPLY_TEXT
     phrases: tuple[str, ...] = PHRASES
     events: bool = True  # False: TOY_EVENTS__ENABLED=[] (no catalog, no event work)
+    end_by_level: bool = True  # the runtime's vad.end_by_level (also used to measure its end detection offline)
+    legacy_runtime: bool = False  # the runtime under test predates vad.end_by_level: not sent, its end is the VAD's
     gap_s: float = 0.8  # quiet after each reply before the next utterance
     turn_timeout_s: float = 30.0
     load_timeout_s: float = 120.0
@@ -100,6 +102,8 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
                 "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
     if not config.events:
         env["TOY_EVENTS__ENABLED"] = "[]"
+    if not config.legacy_runtime:
+        env["TOY_VAD__END_BY_LEVEL"] = "true" if config.end_by_level else "false"
     env.update(config.extra_env)
     return env
 
@@ -112,7 +116,8 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
     for pcm, rate in audio:
         if pcm not in tails:
             tails[pcm] = vad_tail_ms(pcm, rate, config.threshold_db, aggressiveness=config.vad_aggressiveness,
-                                     frame_ms=config.frame_ms)
+                                     frame_ms=config.frame_ms, hangover_ms=config.hangover_ms,
+                                     end_by_level=config.end_by_level and not config.legacy_runtime)
     vad_tails = [tails[pcm] for pcm, _ in audio]
     if config.state_dir is None:
         with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
@@ -129,7 +134,8 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
-                            "events": config.events, "reply_text": config.reply_text, "extra_env": config.extra_env}
+                            "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
+                            "reply_text": config.reply_text, "extra_env": config.extra_env}
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
         started = time.monotonic()
