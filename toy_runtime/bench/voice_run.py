@@ -99,7 +99,8 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
                 "TOY_VAD__HANGOVER_MS": str(config.hangover_ms),
-                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
+                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness),
+                "MALLOC_ARENA_MAX": "2"})  # as the systemd unit sets it (RSS is part of the report)
     if not config.events:
         env["TOY_EVENTS__ENABLED"] = "[]"
     if not config.legacy_runtime:
