@@ -11,6 +11,7 @@ total is broken down against the runtime's own waterfall (`voice_breakdown.py`).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -176,7 +177,11 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                 proc.kill()
                 proc.wait()
     stderr_text = stderr_path.read_text(errors="replace")
-    meta["stderr_underrun_lines"] = sum("underrun" in line for line in stderr_text.splitlines())
+    meta["stderr_underrun_lines"] = sum("underrun occurred" in line for line in stderr_text.splitlines())
+    # the runtime counts them itself and says so once when the speaker closes
+    counted = re.findall(r"(\d+) underruns \(PortAudio\) and (\d+) ALSA xrun recoveries", stderr_text)
+    meta["output_underruns"] = sum(int(a) for a, _ in counted)
+    meta["alsa_xruns"] = sum(int(b) for _, b in counted)
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
     return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
 
