@@ -150,6 +150,8 @@ class TtsConfig(Section):
     length_scale: float = Field(1.0, gt=0.2, le=3.0)
     deterministic: bool = Field(False, description="no random noise: the same text always sounds the same "
                                                    "(tests, `demo` always)")
+    threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
+                         "one per core)")
 
 
 class VolumeConfig(Section):

@@ -15,8 +15,9 @@ Rules
   frames speech for ~80-120 ms after speech became inaudible (its own overhang plus quiet tails), so the hangover
   counts from the end of the last frame that is speech *and* loud: level ≥ max(noise floor + `floor_margin_db`,
   the utterance's loudest frame − `peak_range_db`). The noise floor follows the non-speech frames (starts at the
-  first one, then down at once, up by `floor_rise_db_per_s`). The level may move the end at most `level_credit_ms` before the VAD's own end, so a
-  speaker too quiet for the level rule still gets (nearly) the VAD's end. Without levels: the VAD's end.
+  first one, then down at once, up by `floor_rise_db_per_s`). The level may move the end at most `level_credit_ms`
+  (and ¾ of the hangover) before the VAD's own end; an utterance without a single loud frame (a speaker the level
+  rule cannot tell from the noise) ends by the VAD alone, as does everything without levels.
 - `no_speech_timeout_ms` (optional): after a reset and after each end, if that much audio passes without speech
   opening, `NoSpeechTimeout` is emitted once (then the timer is disarmed until the next reset or end).
 """

@@ -5,9 +5,9 @@ tolerates, the utterance is cut in two and the toy answers half a sentence. Each
 phrases (the default voice, noise off: the same samples every run) joined by a pause of digital silence; the
 pauses are spread evenly over 150–625 ms and are what a listener hears as silence: the first phrase is cut at its
 audible end and the second starts at its audible onset (−50 dBFS, 10 ms windows, as the voice bench measures),
-since piper pads each phrase with ~100–200 ms of near-silence. Every utterance is fed, 20 ms frame by frame, through the real WebRTC
-VAD adapter and the runtime's `Endpointer` (end by level or by the VAD alone) at each hangover; a *false cut* is
-an utterance that ends before its second part. No sound card is needed.
+since piper pads each phrase with ~100–200 ms of near-silence. Every utterance is fed, 20 ms frame by frame,
+through the real WebRTC VAD adapter and the runtime's `Endpointer` (end by level or by the VAD alone) at each
+hangover; a *false cut* is an utterance that ends before its second part. No sound card is needed.
 
     python -m toy_runtime.bench.pauses            # prints the table (Markdown)
 """
