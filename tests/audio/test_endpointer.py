@@ -247,3 +247,14 @@ def test_a_pause_inside_the_utterance_is_measured_from_the_last_loud_frame():
     kept = QUIET + LOUD + [(True, -70.0)] * 3 + LOUD + [(False, -96.0)] * 10
     ends = [e for _, e in run_levels(kept) if isinstance(e, SpeechEnded)]
     assert len(ends) == 1 and ends[0].speech_end_ms == (5 + 8 + 3 + 8) * 20
+
+
+def test_too_short_is_judged_on_the_vads_span_not_the_level_end():
+    # 60 ms loud + 60 ms the VAD still calls speech (quiet): VAD span 120 ≥ min 100 → an utterance, not a click,
+    # though its level end is 60 ms after the start
+    frames = QUIET + [(True, -15.0)] * 3 + [(True, -70.0)] * 3 + [(False, -96.0)] * 10
+    events = [e for _, e in run_levels(frames)]
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    assert events[1].speech_end_ms == 160
+    clicks = QUIET + [(True, -15.0)] * 4 + [(False, -96.0)] * 10  # 80 ms by any measure
+    assert [type(e) for _, e in run_levels(clicks)] == [SpeechStarted, TooShort]

@@ -278,8 +278,10 @@ class Endpointer(Generic[F]):
             events.append(SpeechEnded("max_length", self._speech_start, end, now))
             self._close()
         elif now - end >= cfg.hangover_ms:
-            if end - self._speech_start < cfg.min_utterance_ms:
-                events.append(TooShort(self._speech_start, end, now))
+            # too short by the VAD's span, as before the end by level: the level end must not turn a short "no"
+            # (whose VAD span includes the overhang) into a discarded click
+            if self._last_speech_end - self._speech_start < cfg.min_utterance_ms:
+                events.append(TooShort(self._speech_start, self._last_speech_end, now))
             else:
                 events.append(SpeechEnded("hangover", self._speech_start, end, now))
             self._close()
