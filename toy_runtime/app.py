@@ -175,7 +175,7 @@ def endpointer_config(settings: Settings):
     v = settings.vad
     return EndpointerConfig(preroll_ms=v.preroll_ms, start_ms=v.start_ms, hangover_ms=v.hangover_ms,
                             min_utterance_ms=v.min_utterance_ms, max_utterance_ms=v.max_utterance_ms,
-                            no_speech_timeout_ms=v.no_speech_timeout_ms)
+                            no_speech_timeout_ms=v.no_speech_timeout_ms, level_end=v.end_by_level)
 
 
 def build_recognizer(settings: Settings):
@@ -203,8 +203,11 @@ def build_synthesizer(settings: Settings):
     from .adapters.piper_tts import PiperSynthesizer
 
     length_scale = settings.tts.length_scale if settings.tts.length_scale != 1.0 else None
-    return PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
-                            deterministic=settings.tts.deterministic)
+    synthesizer = PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
+                                   deterministic=settings.tts.deterministic,
+                                   threads=settings.tts.threads or None)
+    synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
+    return synthesizer
 
 
 def build_microphone(settings: Settings):

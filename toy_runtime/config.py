@@ -150,6 +150,8 @@ class VadConfig(Section):
     min_utterance_ms: int = Field(250, ge=0)
     max_utterance_ms: int = Field(15000, ge=500)
     no_speech_timeout_ms: int = Field(8000, ge=500)
+    end_by_level: bool = Field(True, description="the hangover starts at the last loud speech frame, not at the "
+                               "VAD's last speech frame (~100 ms later: its overhang)")
 
 
 class AsrConfig(Section):
@@ -168,6 +170,8 @@ class TtsConfig(Section):
     length_scale: float = Field(1.0, gt=0.2, le=3.0)
     deterministic: bool = Field(False, description="no random noise: the same text always sounds the same "
                                                    "(tests, `demo` always)")
+    threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
+                         "one per core)")
 
 
 class VolumeConfig(Section):

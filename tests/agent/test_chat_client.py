@@ -144,3 +144,17 @@ async def test_a_400_that_names_no_optional_field_is_a_fault_not_a_retry():
             assert len(server.requests) == 1 and client.unsupported == set()
         finally:
             await client.aclose()
+
+
+async def test_warm_rehearses_the_stream_in_process_and_survives_an_unreachable_endpoint():
+    import openai
+
+    from toy_runtime.agent.llm_warm import rehearse_stream
+
+    await rehearse_stream(openai)  # no server anywhere: httpx's in-process transport answers
+    client = _client("http://127.0.0.1:9/v1")  # nothing listens on the discard port: GET /models fails quietly
+    try:
+        await client.warm()
+        assert client.ready
+    finally:
+        await client.aclose()

@@ -179,3 +179,36 @@ async def test_pause_and_resume_between_two_frames_still_discards_the_open_utter
     await listener.aclose()
     assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded, SpeechStart, Utterance]
     assert events[-1].text == "only the second" and len(asr.utterance_ms) == 1
+
+
+async def test_the_end_of_speech_is_the_last_loud_frame_not_the_vads_overhang():
+    from toy_runtime.fakes.audio import silence, tone
+
+    # speech at about -15 dBFS for 600 ms, then 100 ms of a -72 dBFS tail that this VAD (threshold 5) still calls
+    # speech, as the WebRTC VAD does with piper's fading tails
+    pcm = silence(1000) + tone(600) + tone(100, amplitude=8) + silence(600)
+    for level_end, ended in ((True, 101.6), (False, 101.7)):
+        src = ListSource(pcm, clock=lambda: 100.0)
+        cfg = EndpointerConfig(**{**CFG.__dict__, "level_end": level_end})
+        listener = Listener(src, ScriptedVAD(threshold=5.0), ScriptedASR(["hello there"]), cfg)
+        try:
+            utts = [e for e in await collect(listener, src) if isinstance(e, Utterance)]
+        finally:
+            await listener.aclose()
+        assert len(utts) == 1
+        assert utts[0].ended_at == pytest.approx(ended)
+        assert utts[0].endpoint_at == pytest.approx(ended + 0.2)  # the hangover counts from that end
+
+
+async def test_a_live_source_gives_the_capture_lag_and_the_end_of_speech_on_the_listener_clock():
+    for live, lag in ((True, 0.035), (False, 0.0)):
+        src = source(("silence", 1000), ("speech", 600), ("silence", 400))
+        # the listener's clock: 35 ms after the closing frame was captured (101.6 + 0.2 hangover)
+        listener = Listener(src, ScriptedVAD(), ScriptedASR(["hi"]), CFG, clock=lambda: 101.835, live_source=live)
+        try:
+            (utt,) = [e for e in await collect(listener, src) if isinstance(e, Utterance)]
+        finally:
+            await listener.aclose()
+        assert utt.capture_lag_s == pytest.approx(lag)
+        # decided − capture lag − hangover: on a live clock exactly the end of speech as captured
+        assert utt.end_of_speech_clock == pytest.approx(101.835 - lag - 0.2)

@@ -57,7 +57,7 @@ def logged_turn(**milestones: float) -> Turn:
     return turn
 
 
-WATERFALL = dict(endpoint=200.0, asr_final=215.0, first_token=220.0, first_text=223.0,
+WATERFALL = dict(endpoint=200.0, endpoint_decided=204.0, asr_final=215.0, first_token=220.0, first_text=223.0,
                  first_clause_synthesized=320.0, first_audio=330.0)
 
 
@@ -75,6 +75,11 @@ def test_the_lines_add_up_to_the_heard_total_and_the_unseen_part_splits_on_the_a
     assert row.lines["capture"] == pytest.approx(120)
     assert row.lines["output"] == pytest.approx(50)
     assert row.lines["tts_first_chunk"] == pytest.approx(97)
+    assert row.lines["capture_lag"] == pytest.approx(4) and row.lines["asr_final"] == pytest.approx(11)
+    # a runtime that does not log its capture lag (an older one): none seen, ASR final from the endpoint
+    old = breakdown(1, heard, logged_turn(**{k: v for k, v in WATERFALL.items() if k != "endpoint_decided"}),
+                    recording_t0=t0, first_token_sent=sent, ttft_ms=0.0, hangover_ms=200)
+    assert old.lines["capture_lag"] == 0 and old.lines["asr_final"] == pytest.approx(15)
     assert sum(row.lines.values()) == pytest.approx(row.heard_v2v_ms)
     # the VAD's overhang, measured offline, comes out of the capture side as its own line
     split = breakdown(1, heard, logged_turn(**WATERFALL), recording_t0=t0, first_token_sent=sent, ttft_ms=0.0,
@@ -93,14 +98,18 @@ def test_without_an_anchor_the_unseen_part_stays_whole_and_missing_turns_are_nam
     assert breakdown(3, HeardTurn(1.0, 2.0, None), logged_turn(**WATERFALL), recording_t0=None,
                      first_token_sent=None, ttft_ms=0.0, hangover_ms=200).problem == "no reply heard"
     # the runtime's own figure longer than what was heard: its end of speech came before the user stopped
-    early = breakdown(4, HeardTurn(1.0, 2.0, 2.3), logged_turn(**WATERFALL), recording_t0=None,
+    early = breakdown(4, HeardTurn(1.0, 2.0, 2.28), logged_turn(**WATERFALL), recording_t0=None,
                       first_token_sent=None, ttft_ms=0.0, hangover_ms=200)
     assert early.early_end and early.problem is None
+    # ... but a frame's worth (the end by level sits within a frame of the heard end) is not an early end
+    near = breakdown(5, HeardTurn(1.0, 2.0, 2.31), logged_turn(**WATERFALL), recording_t0=None,
+                     first_token_sent=None, ttft_ms=0.0, hangover_ms=200)
+    assert not near.early_end and near.unseen_ms == pytest.approx(-20)
     summary = summarize_turns([row, early], {"ttft_ms": 0.0, "hangover_ms": 200, "events": True})
     assert summary["early_ends"] == 1 and summary["turns_measured"] == 2
     assert summary["heard_v2v_ms"]["n"] == 2 and summary["unseen_ms"]["n"] == 1  # the wait counts, the split not
     assert summary["unseen_ms"]["p50"] == pytest.approx(170) and summary["line_sum_ms"]["n"] == 0
-    assert "| capture buffering — unseen by the runtime | – | – | 0 |" in markdown(summary)
+    assert "| capture buffering, unseen — unseen by the runtime | – | – | 0 |" in markdown(summary)
 
 
 @pytest.mark.audio
@@ -134,7 +143,7 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
         # ordering: heard total ≥ the runtime's own figure ≥ its hangover; every inside stage non-negative
         assert t["heard_v2v_ms"] > 0 and t["logged_v2v_ms"] > 0
         assert t["logged_v2v_ms"] >= lines["endpoint"] > 0
-        assert all(lines[k] >= 0 for k in ("asr_final", "first_token", "first_clause", "tts_first_chunk",
+        assert all(lines[k] >= 0 for k in ("capture_lag", "asr_final", "first_token", "first_clause", "tts_first_chunk",
                                             "playback_queue"))
         assert sum(lines.values()) == pytest.approx(t["heard_v2v_ms"], abs=1.0)
         assert t["text"]  # the runtime heard words

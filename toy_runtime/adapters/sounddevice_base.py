@@ -12,6 +12,8 @@ the mic keeps retrying, the service watchdog is withheld, and systemd restarts t
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import threading
 from typing import Any, Callable
@@ -117,3 +119,55 @@ def close_stream(stream: Any) -> None:
         finally:
             with _streams.lock:
                 _streams.open = max(0, _streams.open - 1)
+
+
+class AlsaErrors:
+    """alsa-lib's error messages, counted instead of printed.
+
+    PortAudio's ALSA backend recovers every xrun with `snd_pcm_recover()`, and alsa-lib then writes
+    "ALSA lib pcm.c:…:(snd_pcm_recover) underrun occurred" to stderr from C, once per event (dozens per run on a
+    loaded machine). `install()` replaces alsa-lib's handler (`snd_lib_error_set_handler`, process-wide) with one
+    that counts: xruns by the reporting function, everything else as `other` (the first of those is still logged).
+    The speaker reports the count once, when it closes.
+    """
+
+    def __init__(self) -> None:
+        self.xruns = 0
+        self.other = 0
+        self._lock = threading.Lock()
+        self._handler: Any = None  # the ctypes callback: kept alive as long as alsa-lib may call it
+
+    def install(self) -> bool:
+        """Install the counting handler (idempotent). False without libasound (then nothing changes)."""
+        if self._handler is not None:
+            return True
+        name = ctypes.util.find_library("asound")
+        if name is None:
+            return False
+        try:
+            lib = ctypes.CDLL(name)
+            # void handler(const char *file, int line, const char *function, int err, const char *fmt, ...):
+            # the variadic rest is never read, so declaring the fixed part is enough on the C ABIs we run on
+            proto = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                     ctypes.c_char_p)
+            handler = proto(self._on_error)
+            lib.snd_lib_error_set_handler(handler)
+        except (OSError, AttributeError):
+            return False
+        self._handler = handler
+        return True
+
+    def _on_error(self, file: bytes | None, line: int, function: bytes | None, err: int, fmt: bytes | None) -> None:
+        with self._lock:
+            if function == b"snd_pcm_recover":
+                self.xruns += 1
+                return
+            self.other += 1
+            first = self.other == 1
+        if first:
+            log.warning("ALSA: %s in %s (%s:%d); further ALSA messages are counted, not printed",
+                        (fmt or b"").decode(errors="replace"), (function or b"?").decode(errors="replace"),
+                        (file or b"?").decode(errors="replace"), line)
+
+
+ALSA_ERRORS = AlsaErrors()

@@ -29,8 +29,11 @@ class SoundDeviceSource:
     `device_rate_hz`) and resampled in the callback. `queue_frames` bounds the hand-over queue (100 × 20 ms = 2 s).
     `block_frames` frames are captured per PortAudio callback (one loop wake-up each): 2 roughly halves the
     capture overhead of idle listening at the cost of up to one more frame of latency.
-    Timestamps estimate when each frame's first sample hit the ADC (PortAudio timing info, else block length).
+    Timestamps estimate when each frame's first sample hit the ADC (PortAudio timing info, else block length),
+    on `time.monotonic()` (`live_clock`).
     """
+
+    live_clock = True  # frame timestamps are time.monotonic() seconds: a listener can measure its capture lag
 
     def __init__(
         self,

@@ -8,13 +8,14 @@ speaker costs no loop wake-ups.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
-from toy_runtime.adapters.sounddevice_base import (close_stream, device_rate, import_sounddevice, open_device,
-                                                   open_raw_stream)
+from toy_runtime.adapters.sounddevice_base import (ALSA_ERRORS, close_stream, device_rate, import_sounddevice,
+                                                   open_device, open_raw_stream)
 from toy_runtime.audio.pcm_io import AnswerFutures
 from toy_runtime.ports.audio import AudioDeviceError
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from toy_runtime.audio.resample import Resampler
 
 __all__ = ["SoundDeviceSink"]
+
+log = logging.getLogger(__name__)
 
 
 class SoundDeviceSink:
@@ -78,6 +81,7 @@ class SoundDeviceSink:
         self._last_answer: str | None = None
         self._closed = False
         self._error: AudioDeviceError | None = None
+        self._alsa_xruns_at_open = 0
 
     async def start(self) -> None:
         """Open the device and start the (initially silent) stream."""
@@ -93,6 +97,8 @@ class SoundDeviceSink:
 
     def _open(self) -> Any:
         sd = import_sounddevice()
+        ALSA_ERRORS.install()  # xruns counted and reported once at close, not printed per event
+        self._alsa_xruns_at_open = ALSA_ERRORS.xruns
         return open_device(sd, self.device, "output", lambda info: self._open_on(sd, info))
 
     def _open_on(self, sd: Any, info: dict) -> Any:
@@ -109,6 +115,11 @@ class SoundDeviceSink:
         now = time.monotonic()
         if status.output_underflow:
             self.underruns += 1
+        # When this block's first sample reaches the DAC (PortAudio's estimate, the device's own buffering): the
+        # first-sample time is when the answer becomes audible, not when it was copied into the buffer.
+        delay = time_info.outputBufferDacTime - time_info.currentTime
+        if 0.0 < delay < 1.0:
+            now += delay
         need = frames * 2
         pos = 0
         events: list[tuple] = []
@@ -198,7 +209,8 @@ class SoundDeviceSink:
             raise RuntimeError("sink is not started (or already closed)")
 
     def first_sample(self, answer_id: str) -> asyncio.Future[float | None]:
-        """Future for the monotonic time the first sample of `answer_id` was written (None if flushed unplayed)."""
+        """Future for the monotonic time the first sample of `answer_id` reaches the DAC (PortAudio's estimate of when
+        it is heard; None if flushed unplayed)."""
         self._check()
         assert self._answers is not None
         return self._answers.get(answer_id)
@@ -287,6 +299,14 @@ class SoundDeviceSink:
                 await asyncio.to_thread(close_stream, stream)
         finally:
             self._wake_all()
+        if stream is not None and (self.underruns or self.alsa_xruns):
+            log.warning("audio output %r: %d underruns (PortAudio) and %d ALSA xrun recoveries while open",
+                        self.device_name, self.underruns, self.alsa_xruns)
+
+    @property
+    def alsa_xruns(self) -> int:
+        """xruns alsa-lib recovered (process-wide: the mic's overruns count too) since this sink opened."""
+        return ALSA_ERRORS.xruns - self._alsa_xruns_at_open
 
     @property
     def queued_ms(self) -> float:

@@ -156,8 +156,22 @@ class ChatClient:
         return self._client is not None
 
     async def warm(self) -> None:
-        """Import the SDK in a worker thread and build the client now, so the first turn does not wait for it."""
-        await self._connection()
+        """Import the SDK in a worker thread and build the client now, so the first turn does not wait for it;
+        then run one streamed request through the SDK against an in-process transport (no network, nothing sent
+        to the provider): the SDK builds its response models lazily on the first stream (~60-150 ms measured on
+        the first turn of every process), which is paid here instead. Last, `GET /models` on the endpoint opens
+        the keep-alive connection (its answer, even an error, does not matter)."""
+        client = await self._connection()
+        try:
+            from .llm_warm import rehearse_stream
+
+            await rehearse_stream(self._openai)
+        except Exception as exc:  # a warm-up must never stop the runtime; the first turn just pays for it
+            log.debug("LLM stream rehearsal failed: %s", exc)
+        try:
+            await client.models.list(timeout=self._connect_timeout_s)
+        except Exception as exc:  # unreachable, or no /models: the first turn connects itself
+            log.debug("LLM pre-connect failed: %s", exc)
 
     async def _connection_for(self, stats: CallStats) -> Any:
         """The client; when it had to be built first, that time is `stats.setup_ms` and the provider's clock

@@ -11,6 +11,13 @@ Rules
   Speech ends after `hangover_ms` of consecutive silence (reason "hangover"), or when the utterance (from the first
   speech frame) reaches `max_utterance_ms` (reason "max_length"). A hangover end whose speech (first to last speech
   frame) lasted less than `min_utterance_ms` is `TooShort` instead: a cough or a click, to be discarded.
+- End of speech by level (when frames come with a level, `process(..., level_db=)`): the WebRTC VAD keeps calling
+  frames speech for ~80-120 ms after speech became inaudible (its own overhang plus quiet tails), so the hangover
+  counts from the end of the last frame that is speech *and* loud: level ≥ max(noise floor + `floor_margin_db`,
+  the utterance's loudest frame − `peak_range_db`). The noise floor follows the non-speech frames (starts at the
+  first one, then down at once, up by `floor_rise_db_per_s`). The level may move the end at most `level_credit_ms`
+  (and ¾ of the hangover) before the VAD's own end; an utterance without a single loud frame (a speaker the level
+  rule cannot tell from the noise) ends by the VAD alone, as does everything without levels.
 - `no_speech_timeout_ms` (optional): after a reset and after each end, if that much audio passes without speech
   opening, `NoSpeechTimeout` is emitted once (then the timer is disarmed until the next reset or end).
 """
@@ -45,6 +52,12 @@ class EndpointerConfig:
     min_utterance_ms: float = 200.0
     max_utterance_ms: float = 15000.0
     no_speech_timeout_ms: float | None = None
+    level_end: bool = True  # False: ignore frame levels, the end of speech is the VAD's last speech frame
+    floor_margin_db: float = 15.0
+    peak_range_db: float = 40.0
+    floor_rise_db_per_s: float = 3.0
+    level_credit_ms: float = 150.0
+    initial_floor_db: float | None = None  # None: the first non-speech frame's level
 
     def __post_init__(self) -> None:
         if self.start_ms <= 0 or self.hangover_ms <= 0:
@@ -55,6 +68,8 @@ class EndpointerConfig:
             raise ValueError("max_utterance_ms must exceed start_ms and min_utterance_ms")
         if self.no_speech_timeout_ms is not None and self.no_speech_timeout_ms <= 0:
             raise ValueError("no_speech_timeout_ms must be > 0 or None")
+        if self.level_credit_ms < 0 or self.floor_rise_db_per_s < 0:
+            raise ValueError("level_credit_ms and floor_rise_db_per_s must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,8 @@ class SpeechContinues(Generic[F]):
 
 @dataclass(frozen=True)
 class SpeechEnded:
-    """The utterance is complete. `speech_end_ms` is the end of its last speech frame; `at_ms` when it was decided."""
+    """The utterance is complete. `speech_end_ms` is the end of speech (of the last loud speech frame when levels
+    are given, else of the last speech frame); `at_ms` when it was decided."""
 
     reason: Literal["hangover", "max_length"]
     speech_start_ms: float
@@ -140,9 +156,16 @@ class Endpointer(Generic[F]):
         self._open = False
         self._idle: _Idle[F] = _Idle()
         self._speech_start = 0.0
-        self._last_speech_end = 0.0
-        self._silence_ms = 0.0
+        self._last_speech_end = 0.0  # end of the last frame the VAD called speech
+        self._last_loud_end: float | None = None  # end of the last speech frame above the level threshold
+        self._peak_db: float | None = None  # loudest frame of the open utterance
+        self._floor_db: float | None = self.config.initial_floor_db
         self._arm_timeout()
+
+    @property
+    def noise_floor_db(self) -> float | None:
+        """The current noise-floor estimate (dBFS) from the non-speech frames' levels (None: none seen yet)."""
+        return self._floor_db
 
     @property
     def in_speech(self) -> bool:
@@ -154,15 +177,42 @@ class Endpointer(Generic[F]):
         """Milliseconds of audio processed since the last reset."""
         return self._pos
 
-    def process(self, frame: F, is_speech: bool, frame_ms: float) -> list[EndpointEvent]:
-        """Feed one frame; returns the events it causes, in order (usually none or one)."""
+    def process(self, frame: F, is_speech: bool, frame_ms: float, level_db: float | None = None
+                ) -> list[EndpointEvent]:
+        """Feed one frame; returns the events it causes, in order (usually none or one). `level_db`: the frame's
+        RMS level in dBFS (None: the end of speech is the VAD's alone)."""
         if frame_ms <= 0:
             raise ValueError("frame_ms must be > 0")
         start = self._pos
         self._pos += frame_ms
+        if not self.config.level_end:
+            level_db = None
+        if level_db is not None and not is_speech:
+            rise = self.config.floor_rise_db_per_s * frame_ms / 1000.0
+            self._floor_db = level_db if self._floor_db is None else min(level_db, self._floor_db + rise)
         if self._open:
-            return self._process_open(frame, is_speech, frame_ms, start)
-        return self._process_idle(frame, is_speech, frame_ms, start)
+            return self._process_open(frame, is_speech, frame_ms, start, level_db)
+        events = self._process_idle(frame, is_speech, frame_ms, start)
+        if level_db is not None and events and isinstance(events[0], SpeechStarted):
+            self._peak_db = level_db  # the opening run's earlier frames are not known here: start from this one
+            self._last_loud_end = start + frame_ms if level_db >= self._threshold_db() else None
+        return events
+
+    def _threshold_db(self) -> float:
+        cfg = self.config
+        by_floor = -200.0 if self._floor_db is None else self._floor_db + cfg.floor_margin_db
+        by_peak = -200.0 if self._peak_db is None else self._peak_db - cfg.peak_range_db
+        return max(by_floor, by_peak)
+
+    def _speech_end(self) -> float:
+        # The VAD's end, moved back to the last loud speech frame by at most level_credit_ms (and at most 3/4 of the
+        # hangover: the utterance then still needs a quarter of it in VAD silence to close, so a pause in the middle
+        # of quiet speech is never cut by the level rule alone). No loud frame at all (no levels, or a speaker the
+        # level rule cannot tell from the noise): the VAD's end.
+        if self._last_loud_end is None:
+            return self._last_speech_end
+        credit = min(self.config.level_credit_ms, 0.75 * self.config.hangover_ms)
+        return max(self._last_loud_end, self._last_speech_end - credit)
 
     def _process_idle(self, frame: F, is_speech: bool, frame_ms: float, start: float) -> list[EndpointEvent]:
         cfg = self.config
@@ -206,34 +256,41 @@ class Endpointer(Generic[F]):
         self._open = True
         self._speech_start = speech_start
         self._last_speech_end = now
-        self._silence_ms = 0.0
+        self._last_loud_end = None
+        self._peak_db = None
         self._idle = _Idle()
         self._timeout_left = None
         return SpeechStarted(preroll=preroll, speech=speech, speech_start_ms=speech_start, at_ms=now)
 
-    def _process_open(self, frame: F, is_speech: bool, frame_ms: float, start: float) -> list[EndpointEvent]:
+    def _process_open(self, frame: F, is_speech: bool, frame_ms: float, start: float,
+                      level_db: float | None) -> list[EndpointEvent]:
         cfg = self.config
         now = start + frame_ms
         events: list[EndpointEvent] = [SpeechContinues(frame=frame, is_speech=is_speech)]
         if is_speech:
-            self._silence_ms = 0.0
             self._last_speech_end = now
-        else:
-            self._silence_ms += frame_ms
+            if level_db is not None:
+                self._peak_db = level_db if self._peak_db is None else max(self._peak_db, level_db)
+                if level_db >= self._threshold_db():
+                    self._last_loud_end = now
+        end = self._speech_end()
         if now - self._speech_start >= cfg.max_utterance_ms:
-            events.append(SpeechEnded("max_length", self._speech_start, self._last_speech_end, now))
+            events.append(SpeechEnded("max_length", self._speech_start, end, now))
             self._close()
-        elif self._silence_ms >= cfg.hangover_ms:
+        elif now - end >= cfg.hangover_ms:
+            # too short by the VAD's span, as before the end by level: the level end must not turn a short "no"
+            # (whose VAD span includes the overhang) into a discarded click
             if self._last_speech_end - self._speech_start < cfg.min_utterance_ms:
                 events.append(TooShort(self._speech_start, self._last_speech_end, now))
             else:
-                events.append(SpeechEnded("hangover", self._speech_start, self._last_speech_end, now))
+                events.append(SpeechEnded("hangover", self._speech_start, end, now))
             self._close()
         return events
 
     def _close(self) -> None:
         self._open = False
-        self._silence_ms = 0.0
+        self._last_loud_end = None
+        self._peak_db = None
         self._idle = _Idle()
         self._arm_timeout()
 

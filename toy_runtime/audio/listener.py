@@ -27,6 +27,7 @@ from toy_runtime.audio.endpointer import (
     SpeechStarted,
     TooShort,
 )
+from toy_runtime.audio.level import level_db
 from toy_runtime.ports.audio import AudioFrame, AudioSource, VoiceActivityDetector
 from toy_runtime.ports.speech import SpeechEngineError, SpeechRecognizer
 
@@ -67,12 +68,18 @@ class Utterance:
 
     text: str
     started_at: float  # first speech sample
-    ended_at: float  # end of the last speech frame: the VAD end of speech
+    ended_at: float  # end of speech: the last loud speech frame (see the endpointer), or the VAD's last speech frame
     endpoint_at: float  # end of the frame that closed the utterance (ended_at + hangover, or max length)
     decided_at: float  # clock: the closing frame was processed
     asr_final_at: float  # clock: the final transcript was ready
     audio_ms: float  # audio given to the recognizer (pre-roll + speech + tail)
     reason: Literal["hangover", "max_length"]
+    capture_lag_s: float = 0.0  # closing frame captured → processed (only known when source times are the clock's)
+
+    @property
+    def end_of_speech_clock(self) -> float:
+        """The end of speech on the listener's clock: decision − capture lag − hangover."""
+        return self.decided_at - self.capture_lag_s - max(self.endpoint_at - self.ended_at, 0.0)
 
     @property
     def hangover_ms(self) -> float:
@@ -118,6 +125,7 @@ class Listener:
         clock: Callable[[], float] = time.monotonic,
         max_pending_frames: int = 50,
         partials: bool = True,
+        live_source: bool | None = None,
     ) -> None:
         self._source = source
         self._vad = vad
@@ -129,6 +137,11 @@ class Listener:
         self._clock = clock
         self._max_pending = max_pending_frames  # ~1 s of 20 ms frames queued for the recognizer, then backpressure
         self._partials = partials
+        # frame levels to the endpointer: the end of speech by level, not after the VAD's overhang
+        self._levels = self._endpointer.config.level_end
+        # Frame times on this listener's clock (a live device timestamped with time.monotonic): the capture lag is
+        # then measurable. Default: the source says so with a `live_clock` attribute.
+        self._live = bool(getattr(source, "live_clock", False)) if live_source is None else live_source
         self._paused = False
         self._pending: deque[Future] = deque()
         self._speech_started_at = 0.0
@@ -179,7 +192,8 @@ class Listener:
                         yield UtteranceDiscarded("paused", speech_ms)
                     continue
                 is_speech = self._vad.is_speech(frame)
-                for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms):
+                level = level_db(frame.pcm) if self._levels else None
+                for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
                     async for out in self._handle(ep_event, frame):
                         yield out
                 if self._partials:
@@ -212,16 +226,19 @@ class Listener:
             await self._feed(event.frame.pcm)
         elif isinstance(event, SpeechEnded):
             decided_at = self._clock()
+            lag = decided_at - frame.end_s if self._live else 0.0
+            lag = lag if 0.0 <= lag < 1.0 else 0.0  # a stalled or foreign clock: no correction
             text = await self._finish()
             yield Utterance(
                 text=text,
                 started_at=self._speech_started_at,
-                ended_at=self._last_speech_end,
+                ended_at=frame.end_s - (event.at_ms - event.speech_end_ms) / 1000.0,
                 endpoint_at=frame.end_s,
                 decided_at=decided_at,
                 asr_final_at=self._clock(),
                 audio_ms=self._audio_ms,
                 reason=event.reason,
+                capture_lag_s=lag,
             )
         elif isinstance(event, TooShort):
             self._submit(self._asr.reset)

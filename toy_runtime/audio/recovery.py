@@ -171,6 +171,7 @@ class ReopeningSource:
         self._inner = factory()  # adapters open their device in start(), so building one is cheap
         self.sample_rate_hz = self._inner.sample_rate_hz
         self.frame_ms = self._inner.frame_ms
+        self.live_clock = bool(getattr(self._inner, "live_clock", False))  # every adapter from `factory` alike
         self.stall_timeout_s = stall_timeout_s
         self._re = _Reopener(name, initial_backoff_s, max_backoff_s, max_attempts, retry_on, on_event)
         self._running = False

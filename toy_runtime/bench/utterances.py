@@ -52,11 +52,14 @@ def _level_end_s(x: np.ndarray, rate: int, threshold_db: float) -> float | None:
 
 
 def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: int = 2, frame_ms: int = 20,
-                lead_ms: int = 100) -> float | None:
-    """How long after the level end the runtime's VAD (the real WebRTC adapter, same settings) still hears speech:
-    end of the last speech frame − last window above `threshold_db`, in ms, averaged over ten frame alignments
-    (where the runtime's frames fall relative to the played audio is not known). None without speech."""
+                lead_ms: int = 100, end_by_level: bool = True, hangover_ms: int = 200) -> float | None:
+    """How far after the level end the runtime puts the end of speech, in ms: its own VAD adapter and endpointer
+    (same settings; `end_by_level` as `vad.end_by_level`) over the played audio, end of speech − last window
+    above `threshold_db`, averaged over ten frame alignments (where the runtime's frames fall relative to the
+    played audio is not known). None without speech."""
     from ..adapters.webrtc_vad import WebRtcVad
+    from ..audio.endpointer import Endpointer, EndpointerConfig, SpeechEnded
+    from ..audio.level import level_db
     from ..ports.audio import AudioFrame
 
     x16 = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
@@ -70,13 +73,17 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
     # heard speech — as the runtime's long-running VAD has — it carries on through piper's quiet tail and a few
     # frames of its own overhang. The first (untimed) pass puts it in that steady state.
     for shift in [0, *range(0, n, n // 10)]:
+        endpointer: Endpointer = Endpointer(EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
+                                                             min_utterance_ms=0))
         lead = 16000 * lead_ms // 1000 + shift
-        y = np.concatenate([np.zeros(lead, np.int16), x16, np.zeros(16000 // 2, np.int16)])
-        last = None
+        y = np.concatenate([np.zeros(lead, np.int16), x16, np.zeros(16000, np.int16)])
+        speech_end = None
         for i in range(0, len(y) - n + 1, n):
-            if vad.is_speech(AudioFrame(y[i:i + n].tobytes(), 16000, i / 16000)):
-                last = (i + n) / 16000
-        if last is not None:
-            tails.append((last - lead / 16000 - end) * 1000.0)
+            frame = AudioFrame(y[i:i + n].tobytes(), 16000, i / 16000)
+            for event in endpointer.process(frame, vad.is_speech(frame), frame_ms, level_db(frame.pcm)):
+                if isinstance(event, SpeechEnded):
+                    speech_end = event.speech_end_ms / 1000.0  # the last one: a pause may have cut earlier
+        if speech_end is not None:
+            tails.append((speech_end - lead / 16000 - end) * 1000.0)
     tails = tails[1:]  # the warm-up pass
     return float(np.mean(tails)) if tails else None

@@ -6,12 +6,14 @@ the first token). The runtime's milestones are placed on the recording by one sh
 which the runtime logs (ASR final + client TTFT) and the bench timestamps when the scripted server sends it. With the
 recording's first frame also on CLOCK_MONOTONIC (`ProbeRecording.first_frame_monotonic`), the heard total splits into
 
-    VAD overhang        heard end of speech → the VAD's last speech frame (the WebRTC VAD's built-in overhang and
-                        the quiet tail it still calls speech; measured offline on the played audio)
-    capture buffering   → the runtime's end of speech (closing frame processed − hangover): device and frame
-                        buffering up to the listener
-    endpoint … playback queue   the runtime's own waterfall
-    output buffering    the runtime hands the first sample to PortAudio → the reply is heard
+    end detection       heard end of speech → where the runtime's VAD + endpointer put it (with the end by level
+                        a few ms; by the VAD alone ~120 ms: its overhang and piper's quiet tail; measured offline
+                        on the played audio with the runtime's own VAD adapter and endpointer)
+    capture, unseen     → the runtime's end of speech: what the runtime's capture-lag figure misses
+    endpoint … playback queue   the runtime's own waterfall, including its capture lag (closing frame captured →
+                        processed, from PortAudio's ADC times; 0 for a runtime that does not log it)
+    output buffering    the runtime's first-audio time (PortAudio's DAC-time estimate; before, the moment the first
+                        sample was handed to PortAudio) → the reply is heard
 
 and the lines add up to the heard total by construction. Overhang + capture + output = "unseen by the runtime" =
 heard − runtime-logged v2v, which needs no anchor at all; only its split does (good to a few ms: the probe's own
@@ -26,13 +28,18 @@ from typing import Any, Mapping, Sequence
 from ..metrics.turns import Turn, percentile
 from .heard import HeardTurn
 
-__all__ = ["LINES", "TurnBreakdown", "breakdown", "summarize_turns"]
+__all__ = ["EARLY_END_TOLERANCE_MS", "LINES", "TurnBreakdown", "breakdown", "summarize_turns"]
+
+# The runtime's end of speech by level may sit a frame before the heard end (its threshold is relative to the
+# speech, the bench's a fixed −50 dBFS): only more than this counts as an early end (a cut, a missed word).
+EARLY_END_TOLERANCE_MS = 40.0
 
 # (key, label) of each breakdown line, in pipeline order.
 LINES: tuple[tuple[str, str], ...] = (
-    ("vad_overhang", "VAD overhang (speech still reported after the level end)"),
-    ("capture", "capture buffering"),
+    ("vad_overhang", "end detection (runtime's end of speech after the heard end)"),
+    ("capture", "capture buffering, unseen"),
     ("endpoint", "endpoint (VAD hangover)"),
+    ("capture_lag", "capture lag, seen (closing frame captured → processed)"),
     ("asr_final", "ASR final"),
     ("first_token", "LLM first token"),
     ("first_clause", "first clause"),
@@ -43,7 +50,8 @@ LINES: tuple[tuple[str, str], ...] = (
 # runtime waterfall milestone that ends each inside line, and the one it starts from
 _INSIDE: dict[str, tuple[str | None, str]] = {
     "endpoint": (None, "endpoint"),
-    "asr_final": ("endpoint", "asr_final"),
+    "capture_lag": ("endpoint", "endpoint_decided"),
+    "asr_final": ("endpoint_decided", "asr_final"),
     "first_token": ("asr_final", "first_token"),
     "first_clause": ("first_token", "first_text"),
     "tts_first_chunk": ("first_text", "first_clause_synthesized"),
@@ -98,12 +106,14 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
     if logged is None:
         out.problem = out.problem or "no voice.turn record"
         return out
-    if out.unseen_ms is not None and out.unseen_ms < 0:
+    if out.unseen_ms is not None and out.unseen_ms < -EARLY_END_TOLERANCE_MS:
         # the runtime's own figure is longer than what was heard: its end of speech came before the user stopped
         # (the VAD missed the last quiet words, or a pause cut the utterance). The wait heard is real; the
         # runtime's figure and the split are not comparable for this turn.
         out.early_end = True
-    m = logged.milestones
+    m = dict(logged.milestones)
+    if "endpoint_decided" not in m and "endpoint" in m:
+        m["endpoint_decided"] = m["endpoint"]  # a runtime that does not log its capture lag: none seen
     for key, (start, end) in _INSIDE.items():
         a = 0.0 if start is None else m.get(start)
         b = m.get(end)

@@ -23,6 +23,9 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--hangover-ms", type=int, default=200,
                    help="VAD hangover given to the runtime (default 200; the runtime's own default is 300)")
     p.add_argument("--events", choices=["on", "off"], default="on", help="events enabled (default on)")
+    p.add_argument("--end-by", choices=["level", "vad"], default="level",
+                   help="the runtime's end of speech: the last loud speech frame (default) or the VAD's last speech "
+                        "frame (vad.end_by_level)")
     p.add_argument("--threshold-db", type=float, default=-50.0,
                    help="RMS level (dBFS, 10 ms windows) that counts as sound (default -50)")
     p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
@@ -54,7 +57,8 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
             return 2
         extra[key] = value
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
-                              events=args.events == "on", threshold_db=args.threshold_db, extra_env=extra,
+                              events=args.events == "on", end_by_level=args.end_by == "level",
+                              threshold_db=args.threshold_db, extra_env=extra,
                               state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)

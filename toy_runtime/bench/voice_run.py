@@ -11,6 +11,7 @@ total is broken down against the runtime's own waterfall (`voice_breakdown.py`).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,6 +54,8 @@ class VoiceBenchConfig:
     reply_text: str = REPLY_TEXT
     phrases: tuple[str, ...] = PHRASES
     events: bool = True  # False: TOY_EVENTS__ENABLED=[] (no catalog, no event work)
+    end_by_level: bool = True  # the runtime's vad.end_by_level (also used to measure its end detection offline)
+    legacy_runtime: bool = False  # the runtime under test predates vad.end_by_level: not sent, its end is the VAD's
     gap_s: float = 0.8  # quiet after each reply before the next utterance
     turn_timeout_s: float = 30.0
     load_timeout_s: float = 120.0
@@ -97,9 +100,12 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
                 "TOY_VAD__HANGOVER_MS": str(config.hangover_ms),
-                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
+                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness),
+                "MALLOC_ARENA_MAX": "2"})  # as the systemd unit sets it (RSS is part of the report)
     if not config.events:
         env["TOY_EVENTS__ENABLED"] = "[]"
+    if not config.legacy_runtime:
+        env["TOY_VAD__END_BY_LEVEL"] = "true" if config.end_by_level else "false"
     env.update(config.extra_env)
     return env
 
@@ -112,7 +118,8 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
     for pcm, rate in audio:
         if pcm not in tails:
             tails[pcm] = vad_tail_ms(pcm, rate, config.threshold_db, aggressiveness=config.vad_aggressiveness,
-                                     frame_ms=config.frame_ms)
+                                     frame_ms=config.frame_ms, hangover_ms=config.hangover_ms,
+                                     end_by_level=config.end_by_level and not config.legacy_runtime)
     vad_tails = [tails[pcm] for pcm, _ in audio]
     if config.state_dir is None:
         with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
@@ -129,7 +136,8 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
-                            "events": config.events, "reply_text": config.reply_text, "extra_env": config.extra_env}
+                            "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
+                            "reply_text": config.reply_text, "extra_env": config.extra_env}
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
         started = time.monotonic()
@@ -169,7 +177,11 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                 proc.kill()
                 proc.wait()
     stderr_text = stderr_path.read_text(errors="replace")
-    meta["stderr_underrun_lines"] = sum("underrun" in line for line in stderr_text.splitlines())
+    meta["stderr_underrun_lines"] = sum("underrun occurred" in line for line in stderr_text.splitlines())
+    # the runtime counts them itself and says so once when the speaker closes
+    counted = re.findall(r"(\d+) underruns \(PortAudio\) and (\d+) ALSA xrun recoveries", stderr_text)
+    meta["output_underruns"] = sum(int(a) for a, _ in counted)
+    meta["alsa_xruns"] = sum(int(b) for _, b in counted)
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
     return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
 

@@ -20,6 +20,7 @@ __all__ = [
 # Milestones of a spoken turn, in pipeline order: (key in waterfall_ms, legend label of the stage ending there).
 VOICE_STAGES: tuple[tuple[str, str], ...] = (
     ("endpoint", "endpointing (VAD hangover)"),
+    ("endpoint_decided", "capture (closing frame captured → processed)"),
     ("asr_final", "ASR final"),
     ("first_token", "LLM first token"),
     ("first_text", "first speakable text"),

@@ -18,6 +18,7 @@ PLOTS_HINT = "matplotlib is not installed: pip install 'toy-runtime[plots]' (or 
 
 _COLORS = {
     "endpoint": "#9DA5B4",
+    "endpoint_decided": "#C7CCD4",
     "asr_final": "#5B8DB8",
     "first_token": "#E39C3C",
     "first_text": "#F2C75C",

@@ -67,6 +67,7 @@ class VoiceTurnRecord:
     first_audio_at: float | None = None
     second_first_audio_at: float | None = None
     holding_audio_at: float | None = None  # the holding cue, when the first answer was late
+    decided_at: float | None = None  # the listener processed the closing frame (endpoint_at + capture lag)
     events: list[dict[str, Any]] = field(default_factory=list)
     turn_metrics: dict[str, Any] = field(default_factory=dict)
     spoken: list[str] = field(default_factory=list)
@@ -80,6 +81,7 @@ class VoiceTurnRecord:
         ttft = (self.turn_metrics.get("first_answer") or {}).get("ttft_ms")
         return {
             "endpoint": rel(self.endpoint_at),
+            "endpoint_decided": rel(self.decided_at),
             "asr_final": rel(self.asr_final_at),
             "first_token": None if ttft is None else round(rel(self.handoff_at) + ttft, 1),
             "first_text": rel(self.first_text_at),
@@ -318,9 +320,10 @@ class VoiceLoop:
         """Run one spoken turn. Returns (outcome, an utterance that interrupted it)."""
         self._turns += 1
         handoff = self.clock()
-        end_of_speech = utterance.decided_at - max(utterance.endpoint_at - utterance.ended_at, 0.0)
+        end_of_speech = utterance.end_of_speech_clock
         record = VoiceTurnRecord(turn=self._turns, text=utterance.text, end_of_speech_at=end_of_speech,
-                                 endpoint_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
+                                 endpoint_at=utterance.decided_at - utterance.capture_lag_s,
+                                 decided_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
                                  handoff_at=handoff)
         self._set_state(SessionState.THINKING)
         if self.on_item is not None:

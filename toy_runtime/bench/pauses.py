@@ -1,0 +1,146 @@
+"""False cuts per hangover: utterances with a mid-sentence pause, run offline through the runtime's VAD and endpointer.
+
+A child says "remind me to … [pause] … water the plants". If the pause is longer than what the endpointer
+tolerates, the utterance is cut in two and the toy answers half a sentence. Each utterance here is two piper
+phrases (the default voice, noise off: the same samples every run) joined by a pause of digital silence; the
+pauses are spread evenly over 150–625 ms and are what a listener hears as silence: the first phrase is cut at its
+audible end and the second starts at its audible onset (−50 dBFS, 10 ms windows, as the voice bench measures),
+since piper pads each phrase with ~100–200 ms of near-silence. Every utterance is fed, 20 ms frame by frame,
+through the real WebRTC VAD adapter and the runtime's `Endpointer` (end by level or by the VAD alone) at each
+hangover; a *false cut* is an utterance that ends before its second part. No sound card is needed.
+
+    python -m toy_runtime.bench.pauses            # prints the table (Markdown)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..audio.resample import resample
+
+__all__ = ["PAIRS", "PAUSES_MS", "PauseResult", "false_cuts", "run_pause_bench"]
+
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("remind me to", "water the plants"), ("can you tell me", "a story about a dragon"),
+    ("what is the", "biggest animal in the world"), ("turn the music", "down a little"),
+    ("I want to", "go to the park tomorrow"), ("set a reminder for", "eight o'clock"),
+    ("how many legs", "does a spider have"), ("tell me a joke", "about a cat"),
+    ("my favourite colour is", "blue"), ("what should I", "eat for breakfast"),
+    ("can we play", "a guessing game"), ("why is the sky", "blue"),
+    ("remind me to", "feed the fish at six"), ("I think that", "dinosaurs are cool"),
+    ("what does a", "cow say"), ("please make it", "a bit louder"),
+    ("how far is", "the sun from here"), ("can you sing", "happy birthday"),
+    ("what time is", "my swimming lesson"), ("do you know", "where penguins live"),
+)
+PAUSES_MS: tuple[int, ...] = tuple(150 + 25 * i for i in range(len(PAIRS)))  # 150, 175, ..., 625
+HANGOVERS_MS: tuple[int, ...] = (150, 200, 250, 300, 350, 400, 500)
+
+
+@dataclass(frozen=True)
+class PauseResult:
+    """One utterance at one hangover: cut in its pause or not."""
+
+    text: str
+    pause_ms: int
+    hangover_ms: int
+    end_by_level: bool
+    cut: bool
+
+
+def _frames(pcm16: np.ndarray, frame: int) -> list[bytes]:
+    return [pcm16[i:i + frame].tobytes() for i in range(0, len(pcm16) - frame + 1, frame)]
+
+
+def false_cuts(first: np.ndarray, second: np.ndarray, pause_ms: int, hangover_ms: int, *, end_by_level: bool,
+               vad_factory: Callable[[], Any], lead_ms: int = 300, frame_ms: int = 20) -> bool:
+    """True when the utterance `first` + `pause_ms` of silence + `second` (16 kHz int16) is cut before `second`
+    starts, by the runtime's endpointer at `hangover_ms` over the VAD from `vad_factory` (a fresh one: the runtime's
+    VAD has heard speech before, so it first hears the whole utterance once, untimed)."""
+    from ..audio.endpointer import Endpointer, EndpointerConfig, SpeechEnded
+    from ..audio.level import level_db
+    from ..ports.audio import AudioFrame
+
+    rate = 16000
+    gap = np.zeros(rate * pause_ms // 1000, np.int16)
+    lead = np.zeros(rate * lead_ms // 1000, np.int16)
+    audio = np.concatenate([lead, first, gap, second, np.zeros(rate, np.int16)])
+    second_at_ms = (len(lead) + len(first) + len(gap)) * 1000 / rate
+    vad = vad_factory()
+    n = rate * frame_ms // 1000
+    frames = _frames(audio, n)
+    for pcm in frames:  # warm-up pass: the VAD in the state a long-running runtime's VAD is in
+        vad.is_speech(AudioFrame(pcm, rate, 0.0))
+    endpointer: Endpointer = Endpointer(EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
+                                                         min_utterance_ms=0, preroll_ms=0))
+    for i, pcm in enumerate(frames):
+        frame = AudioFrame(pcm, rate, i * frame_ms / 1000)
+        for event in endpointer.process(frame, vad.is_speech(frame), frame_ms, level_db(pcm)):
+            if isinstance(event, SpeechEnded):
+                return event.at_ms <= second_at_ms
+    return False
+
+
+def _phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
+    """The phrase at 16 kHz from its audible onset to its audible end."""
+    from .heard import levels_of
+    from .utterances import utterance
+
+    pcm, rate = utterance(text, cache_dir)
+    x = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
+    levels = levels_of(x, 16000)
+    loud = np.nonzero(levels.db > threshold_db)[0]
+    if len(loud) == 0:
+        return x
+    return x[int(loud[0]) * levels.hop: int(loud[-1]) * levels.hop + levels.window]
+
+
+def run_pause_bench(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2,
+                    pairs: Sequence[tuple[str, str]] = PAIRS, pauses: Sequence[int] = PAUSES_MS
+                    ) -> list[PauseResult]:
+    """Every (utterance, hangover, end rule): cut or not."""
+    from ..adapters.webrtc_vad import WebRtcVad
+
+    results = []
+    for (a, b), pause in zip(pairs, pauses):
+        first, second = _phrase(a, cache_dir), _phrase(b, cache_dir)
+        for level in (True, False):
+            for hangover in hangovers:
+                cut = false_cuts(first, second, pause, hangover, end_by_level=level,
+                                 vad_factory=lambda: WebRtcVad(aggressiveness))
+                results.append(PauseResult(f"{a} … {b}", pause, hangover, level, cut))
+    return results
+
+
+def markdown(results: Sequence[PauseResult]) -> str:
+    """False cuts and the shortest pause that was cut, per hangover and end rule."""
+    hangovers = sorted({r.hangover_ms for r in results})
+    out = ["| end of speech | " + " | ".join(f"hangover {h}" for h in hangovers) + " |",
+           "|---|" + "---|" * len(hangovers)]
+    for level in (True, False):
+        cells = []
+        for h in hangovers:
+            rows = [r for r in results if r.hangover_ms == h and r.end_by_level is level]
+            cuts = sum(r.cut for r in rows)
+            cut_pauses = [r.pause_ms for r in rows if r.cut]
+            cells.append(f"{cuts}/{len(rows)}" + (f" (from {min(cut_pauses)} ms)" if cut_pauses else ""))
+        out.append(f"| {'by level' if level else 'VAD alone'} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                   / "toy-runtime" / "bench-voice")
+    args = p.parse_args(argv)
+    print(markdown(run_pause_bench(args.cache_dir)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
