@@ -29,7 +29,7 @@ from ..events import EventResult, MemoryAudit, schema_errors
 from ..fakes.calendar import MemoryCalendarStore
 from ..fakes.device import MemoryMixer
 from ..fakes.search import StaticSearch
-from ..hostevents import message_event
+from ..host.envelope import message_event
 from ..ports.clock import ManualClock
 from ..session.items import EventOutcome, Speech, TurnEnd
 from .dataset import (
