@@ -10,7 +10,7 @@ import pytest
 from toy_runtime.adapters.sqlite_calendar import SqliteCalendarStore
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.ports.calendar import ScheduleRequest
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 
 T0 = datetime(2026, 6, 1, 6, 0, tzinfo=timezone.utc)
 

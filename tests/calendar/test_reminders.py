@@ -11,7 +11,7 @@ import pytest
 from toy_runtime.adapters.sqlite_calendar import SqliteCalendarStore
 from toy_runtime.host.envelope import HostEvent
 from toy_runtime.ports.calendar import ScheduleRequest
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.host.scheduler import ReminderScheduler
 
 UTC = timezone.utc
