@@ -25,7 +25,7 @@ from firmware_bridge import BridgeConfig  # noqa: E402
 from firmware_bridge.client import BridgeClient  # noqa: E402
 from firmware_bridge.firmware import FirmwareClient  # noqa: E402
 from toy_runtime.adapters.mqtt_bridge import MqttBridgeAdapter  # noqa: E402
-from toy_runtime.hostevents import HostEvent  # noqa: E402
+from toy_runtime.host.envelope import HostEvent  # noqa: E402
 from toy_runtime.signals import SessionState, SignalBus, StateSignal  # noqa: E402
 from toy_runtime.testing.broker import MosquittoBroker  # noqa: E402
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from .config import Settings
 from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit
-from .ports.calendar import CalendarStore
+from .host.envelope import HostEventRouter
+from .ports.calendar import Calendar
 from .ports.clock import Clock, SystemClock
 from .ports.device import Mixer
 from .ports.search import SearchProvider
@@ -47,7 +48,7 @@ def build_search(settings: Settings) -> SearchProvider | None:
     return None
 
 
-def build_calendar(settings: Settings, clock: Clock) -> CalendarStore:
+def build_calendar(settings: Settings, clock: Clock) -> Calendar:
     """The SQLite store at `[calendar] path` (shared by chat, run and schedules)."""
     from .adapters.sqlite_calendar import SqliteCalendarStore
 
@@ -63,7 +64,7 @@ class Runtime:
     registry: EventRegistry
     kernel: EventKernel
     mixer: Mixer
-    calendar: CalendarStore
+    calendar: Calendar
     search: SearchProvider | None  # None: search is off
     signals: SignalBus
     boundary: SessionBoundary
@@ -72,6 +73,8 @@ class Runtime:
     chat_agent: Any = None
     event_agent: Any = None
     closers: list = field(default_factory=list)
+    # The one door for turns that are not the child's voice: each command binds its runners here (host/).
+    router: HostEventRouter = field(default_factory=HostEventRouter)
 
     async def warm(self) -> None:
         """Do now what the first turn would otherwise pay for: check the event schemas, import the LLM SDK."""
@@ -100,7 +103,7 @@ class Runtime:
 
 
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
-                  calendar: CalendarStore | None = None, clock: Clock | None = None,
+                  calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
 
@@ -125,7 +128,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     if calendar is None:
         calendar = build_calendar(settings, clock)
         closers.append(getattr(calendar, "aclose", lambda: None))
-    from .reminders import ObservedCalendar
+    from .host.scheduler import ObservedCalendar
 
     calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,

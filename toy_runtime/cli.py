@@ -152,6 +152,7 @@ def cmd_events_resolve(args: argparse.Namespace) -> int:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     from .events import ResolveContext, resolve_deterministic
+    from .language import guess_locale
 
     settings = _settings_for(args)
     registry = _offline_registry(settings)
@@ -180,7 +181,7 @@ def cmd_events_resolve(args: argparse.Namespace) -> int:
         if not isinstance(proposed, dict):
             raise CliError("--args: must be a JSON object")
     context = ResolveContext(utterance=args.text or "", request_time=now, timezone=zone_name,
-                             locale="zh" if any("\u4e00" <= c <= "\u9fff" for c in args.text or "") else "en")
+                             locale=guess_locale(args.text))
     resolved = resolve_deterministic(registry, definition, proposed, context)
     payload = {
         "event": definition.name,

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from .app import build_runtime
 from .config import Settings
-from .hostevents import Binding, EventType, HostEvent, HostEventRouter, message_event
+from .host.envelope import Binding, EventType, HostEvent, message_event
 from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
 from .signals import SessionState, StateSignal
 
@@ -78,23 +78,22 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
             """The console binding for `schedule.triggered`: a reminder is printed as speech, not as user text."""
-            from .reminders import reminder_line
+            from .host.reminders import reminder_line
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
             return True
 
-        router = HostEventRouter()
+        router = runtime.router  # one router per runtime: the MQTT link's runners are bound here too
         router.add_runner("conversation", converse)
         router.add_runner("reminder", remind)
         router.bind(Binding(binding_id="console-chat", event_types=(EventType.MESSAGE_RECEIVED,),
                             runner="conversation"))
         router.bind(Binding(binding_id="console-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
                             runner="reminder"))
-        if hasattr(runtime.calendar, "due_occurrences"):
-            from .reminders import start_scheduler
+        from .host.scheduler import start_scheduler
 
-            _, scheduler_task = start_scheduler(runtime, router.dispatch)
+        _, scheduler_task = start_scheduler(runtime, router.dispatch)
         if not json_lines and stdin.isatty():
             mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
             print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)

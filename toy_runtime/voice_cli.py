@@ -65,9 +65,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     from .audio.listener import Listener
     from .audio.loading_voice import LoadingSynthesizer
     from .audio.recovery import ReopeningSink, ReopeningSource
-    from .hostevents import HostEvent
+    from .host.envelope import Binding, EventType, HostEvent
     from .ports.speech import SpeechEngineError
-    from .reminders import chat_agent_line, reminder_line, start_scheduler
+    from .host.reminders import chat_agent_line, reminder_line
+    from .host.scheduler import start_scheduler
     from .service import ServiceNotifier, install_shutdown_handlers
     from .session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
     from .transcript import Transcript, log_turn, transcript_wanted
@@ -164,13 +165,16 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
             link = await start_device_link(runtime, on_button=on_button)
 
-        async def deliver(event: HostEvent) -> bool:
+        async def remind(event: HostEvent, binding: Binding) -> bool:
+            """The voice binding for `schedule.triggered`: open a session and speak the reminder."""
             line = (await chat_agent_line(runtime, event) if settings.calendar.reminder_style == "chat_agent"
                     else reminder_line(event))
             return await deliver_host_event(voice, event, line)
 
-        if hasattr(runtime.calendar, "due_occurrences"):
-            _, scheduler_task = start_scheduler(runtime, deliver)
+        runtime.router.add_runner("reminder", remind)
+        runtime.router.bind(Binding(binding_id="voice-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
+                                    runner="reminder"))
+        _, scheduler_task = start_scheduler(runtime, runtime.router.dispatch)
         # a remote `session.terminate` (or any end through the session boundary) closes the audio session too
         runtime.boundary.on_end(lambda session_id, reason: voice.post(CloseSession(reason=f"ended: {reason}")))
         await _open_mic(mic, listening=not push_to_talk)

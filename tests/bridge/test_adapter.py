@@ -10,7 +10,7 @@ from firmware_bridge import protocol as p
 from firmware_bridge.client import BridgeClient, ConnectionState
 from firmware_bridge.firmware import FirmwareClient
 from toy_runtime.adapters.mqtt_bridge import MqttBridgeAdapter
-from toy_runtime.hostevents import HostEvent
+from toy_runtime.host.envelope import HostEvent
 from toy_runtime.signals import SessionState, SignalBus, StateSignal, VolumeSignal
 from toy_runtime.testing.broker import MosquittoBroker
 

@@ -115,3 +115,32 @@ def test_auth_failure_is_one_clear_line(tmp_path):
         assert time.monotonic() - started < 30
     finally:
         broker.close()
+
+
+async def test_the_link_binds_its_runners_on_the_runtimes_one_router(broker, tmp_path):
+    """`chat` with MQTT: the console's reminder binding and the firmware's bindings share the runtime's router."""
+    from toy_runtime.host.envelope import ActorRef, AgentInput, Binding, EventSource, EventType, HostEvent
+
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy10"})
+    runtime = build_runtime(settings, audit=MemoryAudit(), mixer=MemoryMixer(level=50))
+    reminders: list[HostEvent] = []
+
+    async def remind(event: HostEvent, binding: Binding) -> bool:
+        reminders.append(event)
+        return True
+
+    runtime.router.add_runner("reminder", remind)
+    runtime.router.bind(Binding(binding_id="console-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
+                                runner="reminder"))
+    link = await start_device_link(runtime)
+    try:
+        assert link.router is runtime.router
+        remote = HostEvent(event_type=EventType.API_INVOKED, source=EventSource(kind="remote_api"),
+                           actor=ActorRef(kind="app"), input=AgentInput(data={"name": "session.terminate"}))
+        assert runtime.router.resolve(remote).binding_id == "remote"
+        reminder = HostEvent(event_type=EventType.SCHEDULE_TRIGGERED, source=EventSource(kind="scheduler"))
+        assert await runtime.router.dispatch(reminder) is True and reminders == [reminder]
+    finally:
+        await link.aclose()
+        await runtime.aclose()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from firmware_bridge.client import BridgeClient
 from toy_runtime.adapters.mqtt_bridge import MqttBridgeAdapter
-from toy_runtime.hostevents import HostEvent
+from toy_runtime.host.envelope import HostEvent
 from toy_runtime.signals import SessionState, SignalBus, StateSignal, VolumeSignal
 from toy_runtime.testing.broker import MosquittoBroker
 

@@ -16,7 +16,7 @@ from toy_runtime.adapters.sqlite_calendar import (
     entry_as_json,
 )
 from toy_runtime.ports.calendar import ScheduleRequest
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 
 UTC = timezone.utc
 BERLIN = ZoneInfo("Europe/Berlin")

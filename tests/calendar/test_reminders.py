@@ -9,10 +9,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from toy_runtime.adapters.sqlite_calendar import SqliteCalendarStore
-from toy_runtime.hostevents import HostEvent
+from toy_runtime.host.envelope import HostEvent
 from toy_runtime.ports.calendar import ScheduleRequest
-from toy_runtime.ports.clock import ManualClock
-from toy_runtime.scheduling import ReminderScheduler
+from toy_runtime.fakes.clock import ManualClock
+from toy_runtime.host.scheduler import ReminderScheduler
 
 UTC = timezone.utc
 BERLIN = ZoneInfo("Europe/Berlin")

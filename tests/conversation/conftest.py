@@ -10,7 +10,7 @@ from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.fakes.search import StaticSearch
-from toy_runtime.hostevents import message_event
+from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import EventOutcome, Speech, TurnEnd
 from toy_runtime.testing.scripted_llm import ScriptedLLMServer
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from toy_runtime.events import EventStatus
-from toy_runtime.hostevents import message_event
+from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import Speech
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 

@@ -12,7 +12,7 @@ import pytest
 from toy_runtime.agent.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN
 from toy_runtime.events import EventStatus
 from toy_runtime.fakes.search import StaticSearch
-from toy_runtime.hostevents import message_event
+from toy_runtime.host.envelope import message_event
 from toy_runtime.ports.search import SearchHit
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 

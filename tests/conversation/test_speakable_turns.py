@@ -142,8 +142,8 @@ async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mo
 
 
 async def test_a_chat_agent_reminder_line_passes_the_guard(llm_server, make_harness):
-    from toy_runtime.hostevents import AgentInput, EventSource, HostEvent
-    from toy_runtime.reminders import chat_agent_line
+    from toy_runtime.host.envelope import AgentInput, EventSource, HostEvent
+    from toy_runtime.host.reminders import chat_agent_line
 
     llm_server.add(Reply(text="**Time to brush your teeth!** 🪥 adjust_device_volume"))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)

@@ -16,7 +16,7 @@ from firmware_bridge.client import BridgeClient
 from firmware_bridge.firmware import FirmwareClient
 from toy_runtime.adapters.alsa_mixer import AlsaMixer
 from toy_runtime.adapters.mqtt_bridge import MqttBridgeAdapter
-from toy_runtime.hostevents import HostEvent
+from toy_runtime.host.envelope import HostEvent
 from toy_runtime.signals import SignalBus, VolumeSignal
 from toy_runtime.testing.broker import MosquittoBroker
 from toy_runtime.testing.pulse_mixer import PulseMixerServer

@@ -7,7 +7,7 @@ import pytest
 from toy_runtime.events import EventKernel, MemoryAudit
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import default_registry
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.signals import SignalBus
 
 from .helpers import SH_NOW

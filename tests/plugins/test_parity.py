@@ -5,7 +5,7 @@ import pytest
 from toy_runtime.events import EventKernel, EventStatus, SourceProtocol
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import builtin_definitions, default_registry
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 
 from .helpers import SH_NOW, request, run
 

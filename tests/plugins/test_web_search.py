@@ -8,7 +8,7 @@ from toy_runtime.events import EventKernel, EventRegistry, EventStatus, ResultPo
 from toy_runtime.fakes import StaticSearch
 from toy_runtime.plugins import web_search
 from toy_runtime.plugins.web_search import NAME, TOOL_NAME, clean_query, summarize
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.ports.search import SearchError, SearchHit
 
 from .helpers import SH_NOW, ctx, request, resolve, run

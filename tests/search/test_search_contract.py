@@ -8,7 +8,7 @@ import pytest
 
 from toy_runtime.adapters.search_factory import make_search_provider
 from toy_runtime.fakes.search import StaticSearch
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 

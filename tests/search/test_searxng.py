@@ -10,7 +10,7 @@ import pytest
 
 from toy_runtime.adapters.search_factory import make_search_provider
 from toy_runtime.adapters.searxng import SNIPPET_CHARS, SearxngSearch, clean_text
-from toy_runtime.ports.clock import ManualClock
+from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.ports.search import SearchError, SearchResult
 from toy_runtime.testing.fake_searxng import FakeSearxng
 

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Mapping
 
-from toy_runtime.hostevents import (
+from toy_runtime.host.envelope import (
     ActorRef,
     AgentInput,
     DeliveryContext,

@@ -26,17 +26,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from ..ports.calendar import ScheduleEntry, ScheduleRequest
+from ..ports.calendar import OUTCOMES, DueOccurrence, Outcome, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock, SystemClock
-from ..scheduling.recurrence import (
-    RecurrenceError,
-    latest_due,
-    next_occurrence,
-    normalize_recurrence,
-    reminder_time,
-    zone,
-)
-from ..scheduling.reminders import DueOccurrence, Outcome
+from ..scheduling import recurrence
+from ..scheduling.recurrence import RecurrenceError, next_occurrence, normalize_recurrence, reminder_time, zone
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +38,6 @@ T = TypeVar("T")
 
 MAX_REMINDER_MINUTES = 7 * 24 * 60
 STATUSES = ("active", "cancelled", "done")
-OUTCOMES = ("spoken", "missed")
 _SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 # Migration N brings the schema from version N-1 to N. Append, never edit a released step.
@@ -317,41 +309,12 @@ class SqliteCalendarStore:
 
     async def due_occurrences(self, until: datetime) -> Sequence[DueOccurrence]:
         """Per active entry, the latest occurrence with reminder time <= until that is newer than any fired one."""
-        pairs = await self._run(self._active_with_last_fired)
-        due: builtins.list[DueOccurrence] = []
-        for entry, last_fired in pairs:
-            try:
-                occ = latest_due(
-                    entry.start_at,
-                    entry.timezone,
-                    entry.recurrence,
-                    until,
-                    reminder_minutes=entry.reminder_minutes,
-                    after_occurrence=last_fired,
-                )
-            except RecurrenceError as exc:
-                log.warning("schedule %s skipped: %s", entry.id, exc)
-                continue
-            if occ is not None:
-                due.append(DueOccurrence(entry, occ, reminder_time(occ, entry.reminder_minutes)))
-        due.sort(key=lambda d: d.remind_at.astimezone(UTC))
-        return due
+        return recurrence.due_occurrences(await self._run(self._active_with_last_fired), until)
 
     async def next_reminder_at(self, after: datetime) -> datetime | None:
         """The earliest reminder time strictly after `after` over active entries, or None."""
         pairs = await self._run(self._active_with_last_fired)
-        best: datetime | None = None
-        for entry, _ in pairs:
-            try:
-                occ = next_occurrence(
-                    entry.start_at, entry.timezone, entry.recurrence, after, reminder_minutes=entry.reminder_minutes
-                )
-            except RecurrenceError:
-                continue
-            if occ is not None:
-                at = reminder_time(occ, entry.reminder_minutes).astimezone(UTC)
-                best = at if best is None or at < best else best
-        return best
+        return recurrence.next_reminder_at((entry for entry, _ in pairs), after)
 
     async def mark_fired(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> bool:
         """Record an occurrence as spoken or missed; False if it was already recorded. A one-off entry becomes done."""

@@ -17,13 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Sequence
 
-TOKEN_ESTIMATOR = "approx: 1 per CJK char + 1 per 4 other chars (+4 per message)"
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free token estimate used when the provider sends no usage (named in reports)."""
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uff00" <= ch <= "\uffef")
-    return cjk + (len(text) - cjk + 3) // 4
+from ..language import TOKEN_ESTIMATOR, estimate_tokens  # noqa: F401 - TOKEN_ESTIMATOR: named in bench reports
 
 
 def estimate_prompt_tokens(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:

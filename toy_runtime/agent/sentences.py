@@ -20,6 +20,8 @@ Pure and synchronous: no clock, no I/O. One splitter per answer, or call `flush(
 
 from __future__ import annotations
 
+from ..language import is_dense
+
 _LATIN_STOPS = ".!?…"
 _CJK_STOPS = "。！？"
 _CLOSERS = "\"')]}”’」』）》】"
@@ -36,18 +38,6 @@ ABBREVIATIONS = frozenset(
         "nov", "dec", "u.s", "u.k",
     }
 )  # lower-case, without the final period; "etc" and "no" are left out: they usually end a sentence
-
-
-def _is_cjk(ch: str) -> bool:
-    """Scripts written without spaces between words, or dense enough to use the CJK clause threshold."""
-    code = ord(ch)
-    return (
-        0x3040 <= code <= 0x30FF  # kana
-        or 0x3400 <= code <= 0x4DBF
-        or 0x4E00 <= code <= 0x9FFF  # CJK ideographs
-        or 0xAC00 <= code <= 0xD7AF  # Hangul syllables
-        or 0xF900 <= code <= 0xFAFF
-    )
 
 
 def ends_sentence(text: str) -> bool:
@@ -163,13 +153,13 @@ class SpeechSplitter:
         """Early first-clause cut after the clause mark at `i`; None = not here, -1 = need more text."""
         buf = self._buf
         ch = buf[i]
-        if ch in _LATIN_CLAUSE and not (i > 0 and _is_cjk(buf[i - 1])):
+        if ch in _LATIN_CLAUSE and not (i > 0 and is_dense(buf[i - 1])):
             if i + 1 == len(buf):
                 return -1
             if not buf[i + 1].isspace():
                 return None  # "1,000", "10:30"
         head = buf[:i].strip()
-        threshold = self.first_clause_min_chars_cjk if any(_is_cjk(c) for c in head) else self.first_clause_min_chars
+        threshold = self.first_clause_min_chars_cjk if any(is_dense(c) for c in head) else self.first_clause_min_chars
         if threshold <= 0 or len(head) < threshold:
             return None
         return i + 1

@@ -29,6 +29,8 @@ from zoneinfo import ZoneInfo
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..language import has_cjk
+
 TERMINATE = "session.terminate"
 VOLUME = "device.volume.adjust"
 SCHEDULE = "calendar.schedule.create"
@@ -267,16 +269,12 @@ def _norm_text(text: str) -> str:
     return " ".join(_PUNCT.sub(" ", text).split())
 
 
-def _is_cjk(text: str) -> bool:
-    return any("\u3400" <= ch <= "\u9fff" for ch in text)
-
-
 def query_matches(expected: str, actual: str) -> bool:
     """Every expected key word is in the actual query (English: as a word; Chinese: as a substring)."""
     words = set(_norm_text(actual).split())
     squeezed = _norm_text(actual).replace(" ", "")
     for token in _norm_text(expected).split():
-        if _is_cjk(token):
+        if has_cjk(token):
             if token not in squeezed:
                 return False
         elif token not in words:
@@ -286,7 +284,7 @@ def query_matches(expected: str, actual: str) -> bool:
 
 def _title_matches(expected: str, actual: str) -> bool:
     a, b = _norm_text(expected), _norm_text(actual)
-    if _is_cjk(a) or _is_cjk(b):
+    if has_cjk(a) or has_cjk(b):
         a, b = a.replace(" ", ""), b.replace(" ", "")
     return a == b
 

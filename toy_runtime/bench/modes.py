@@ -27,10 +27,10 @@ from ..app import build_runtime
 from ..config import Settings, load_settings, with_updates
 from ..events import EventResult, MemoryAudit, schema_errors
 from ..fakes.calendar import MemoryCalendarStore
+from ..fakes.clock import ManualClock
 from ..fakes.device import MemoryMixer
 from ..fakes.search import StaticSearch
-from ..hostevents import message_event
-from ..ports.clock import ManualClock
+from ..host.envelope import message_event
 from ..session.items import EventOutcome, Speech, TurnEnd
 from .dataset import (
     DEFAULT_REQUEST_TIME,

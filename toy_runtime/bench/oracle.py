@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any, Literal, Mapping
 
 from ..agent.prompts import CLOSE, EVIDENCE_CLOSE, EVIDENCE_OPEN, OPEN, RESULTS_PREFIX
+from ..language import guess_locale
 from ..testing.scripted_llm import Reply, ScriptedLLMServer, estimate_prompt_tokens, estimate_tokens
 from .dataset import TOOL_NAMES, Dataset, ExpectedEvent, Turn, concrete_arguments, text_key
 
@@ -161,7 +162,7 @@ class Oracle:
         lang = self.languages.get(text_key(text))
         if lang:
             return lang
-        return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+        return guess_locale(text)
 
     def _reply(self, text: str, prompt_tokens: int, calls: list[tuple[str, Mapping[str, Any]]] = (), *,
                content_then_tools: bool = True, whole: bool = False) -> Reply:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..ports.clock import Clock
 from ..signals import SignalBus
 from .calendar import MemoryCalendarStore
+from .clock import ManualClock
 from .device import MemoryMixer, MemorySessionControl
 from .search import StaticSearch
 
@@ -23,4 +24,4 @@ def memory_ports(*, signals: SignalBus | None = None, clock: Clock | None = None
     )
 
 
-__all__ = ["MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "StaticSearch", "memory_ports"]
+__all__ = ["ManualClock", "MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "StaticSearch", "memory_ports"]

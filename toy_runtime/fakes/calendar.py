@@ -1,17 +1,20 @@
-"""An in-memory CalendarStore, idempotent by key."""
+"""An in-memory calendar (both halves of the port: schedules and reminders), idempotent by key."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Sequence
 
-from ..ports.calendar import ScheduleEntry, ScheduleRequest
+from ..ports.calendar import OUTCOMES, DueOccurrence, Outcome, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock, SystemClock
+from ..scheduling import recurrence
 
 
 class MemoryCalendarStore:
-    """Schedules in a dict. A repeated idempotency key returns the first entry with created=False.
+    """Schedules in a dict; fired occurrences in another. A repeated idempotency key returns the first entry with
+    created=False. Reminders follow the same rule as the SQLite store (`scheduling.recurrence.due_occurrences`).
 
     `calls` counts create() calls (including replays), so tests can tell a replay from a skipped call.
     """
@@ -21,6 +24,7 @@ class MemoryCalendarStore:
         self.calls = 0
         self._entries: dict[str, ScheduleEntry] = {}
         self._by_key: dict[str, str] = {}
+        self._fired: dict[tuple[str, datetime], Outcome] = {}  # (entry id, UTC occurrence start) -> outcome
         self._ids = itertools.count(1)
 
     async def create(self, request: ScheduleRequest, idempotency_key: str) -> tuple[ScheduleEntry, bool]:
@@ -55,4 +59,35 @@ class MemoryCalendarStore:
         if entry is None or entry.status != "active":
             return False
         self._entries[entry_id] = replace(entry, status="cancelled")
+        return True
+
+    # -- ReminderStore ----------------------------------------------------------------------------------------------
+
+    def _active(self) -> list[ScheduleEntry]:
+        return [e for e in self._entries.values() if e.status == "active"]
+
+    def _last_fired(self, entry_id: str) -> datetime | None:
+        return max((at for eid, at in self._fired if eid == entry_id), default=None)
+
+    async def due_occurrences(self, until: datetime) -> Sequence[DueOccurrence]:
+        """Per active entry, the latest occurrence with reminder time <= until that is newer than any fired one."""
+        return recurrence.due_occurrences(((e, self._last_fired(e.id)) for e in self._active()), until)
+
+    async def next_reminder_at(self, after: datetime) -> datetime | None:
+        """The earliest reminder time strictly after `after` over active entries, or None."""
+        return recurrence.next_reminder_at(self._active(), after)
+
+    async def mark_fired(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> bool:
+        """Record an occurrence once; False if already recorded. A one-off entry becomes done."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}")
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise KeyError(f"no schedule {entry_id!r}")
+        key = (entry_id, occurrence_at.astimezone(timezone.utc))
+        if entry.recurrence is None and entry.status == "active":
+            self._entries[entry_id] = replace(entry, status="done")
+        if key in self._fired:
+            return False
+        self._fired[key] = outcome
         return True

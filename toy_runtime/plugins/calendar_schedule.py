@@ -18,7 +18,8 @@ from ..ports.calendar import CalendarStore, ScheduleRequest
 from .numbers import parse_number
 from .calendar_speech import confirmation, failure_line
 from .repeats import parse_recurrence, parse_reminder_offset
-from .text import blank_spans, collapse_spaces, has_cjk, wants_chinese
+from ..language import has_cjk
+from .text import blank_spans, collapse_spaces, wants_chinese
 from .timeparse import (
     WEEKDAY_CODES,
     is_after,

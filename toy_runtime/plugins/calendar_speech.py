@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Mapping
 
-from .text import has_cjk
+from ..language import has_cjk
 from .timeparse import WEEKDAY_CODES
 
 _EN_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

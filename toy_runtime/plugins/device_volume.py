@@ -23,7 +23,8 @@ from ..events.model import ResultPolicy, Risk
 from ..ports.device import Mixer, MixerError
 from ..signals import SignalBus, VolumeSignal
 from .numbers import NumberSpan, find_numbers, normalize, parse_number
-from .text import blank_spans, has_cjk, wants_chinese
+from ..language import has_cjk
+from .text import blank_spans, wants_chinese
 from .repeats import parse_recurrence, parse_reminder_offset
 from .timeparse import parse_when
 

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import re
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_WIDE = r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]"  # CJK ideographs and full-width punctuation
-_SPACE_NEAR_CJK = re.compile(rf"(?<={_WIDE})\s+|\s+(?={_WIDE})")
+from ..language import WIDE_CHARS, has_cjk
 
-
-def has_cjk(text: str | None) -> bool:
-    """True when `text` contains Chinese characters (used to answer in Chinese)."""
-    return bool(text) and _CJK.search(text) is not None
+_SPACE_NEAR_CJK = re.compile(rf"(?<={WIDE_CHARS})\s+|\s+(?={WIDE_CHARS})")
 
 
 def collapse_spaces(text: str) -> str:

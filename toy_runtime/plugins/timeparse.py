@@ -40,6 +40,7 @@ from typing import Collection
 from zoneinfo import ZoneInfo
 
 from .numbers import NUMBER_PATTERN, ZH_NUMERAL_CHARS, parse_number
+from ..language import has_cjk
 from .text import blank_spans
 
 UTC = timezone.utc
@@ -452,7 +453,7 @@ def _day_phrase(s: str, scan: _Scan) -> str | None:
     if not scan.day_words:
         return None
     parts = [text.strip() for _, text in sorted(scan.day_words)]
-    joiner = "" if re.search(r"[\u4e00-\u9fff]", "".join(parts)) else " "
+    joiner = "" if has_cjk("".join(parts)) else " "
     return joiner.join(parts)
 
 

@@ -1,10 +1,14 @@
-"""The calendar/reminder store port and its values."""
+"""The calendar port: the schedule half (`CalendarStore`), the reminder half (`ReminderStore`) and their values.
+
+The reminder types live here, not beside the scheduler (`host/scheduler.py`), so an adapter implementing the port
+never imports an application package.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Literal, Mapping, Protocol, Sequence, get_args
 
 
 @dataclass(frozen=True)
@@ -54,3 +58,38 @@ class CalendarStore(Protocol):
     async def list(self, *, include_inactive: bool = False) -> Sequence[ScheduleEntry]: ...
 
     async def cancel(self, entry_id: str) -> bool: ...
+
+
+Outcome = Literal["spoken", "missed"]
+"""How a handled occurrence is recorded: its reminder was spoken, or it came too late and was recorded as missed."""
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+
+@dataclass(frozen=True)
+class DueOccurrence:
+    """One occurrence of an entry whose reminder time has come and which has not been recorded as fired."""
+
+    entry: ScheduleEntry
+    occurrence_at: datetime  # the occurrence's start, aware, in the entry's zone
+    remind_at: datetime  # occurrence_at - reminder_minutes
+
+
+class ReminderStore(Protocol):
+    """The reminder half: what the reminder scheduler needs. Rules (also in docs/schedules.md):
+
+    - `due_occurrences(until)`: per active entry, the *latest* occurrence whose reminder time is at or before `until`
+      and which starts after any recorded one; ordered by reminder time.
+    - `mark_fired(entry_id, occurrence_at, outcome)`: record it once (False when already recorded; KeyError for an
+      unknown entry, ValueError for an unknown outcome); a one-off entry becomes "done".
+    - `next_reminder_at(after)`: the earliest reminder time strictly after `after` over active entries, or None.
+    """
+
+    async def due_occurrences(self, until: datetime) -> Sequence[DueOccurrence]: ...
+
+    async def mark_fired(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> bool: ...
+
+    async def next_reminder_at(self, after: datetime) -> datetime | None: ...
+
+
+class Calendar(CalendarStore, ReminderStore, Protocol):
+    """Both halves: what the runtime holds (plugins see only `CalendarStore`, the scheduler only `ReminderStore`)."""

@@ -1,22 +1,16 @@
-"""Schedules over time: recurrence math (recurrence.py) and the reminder scheduler (reminders.py).
+"""Schedules over time: pure recurrence math (recurrence.py) — no clock, no I/O.
 
-The store lives behind the calendar port (toy_runtime/ports/calendar.py); the SQLite adapter
-(toy_runtime/adapters/sqlite_calendar.py) also implements `ReminderStore`, what the scheduler needs.
+The store lives behind the calendar port (toy_runtime/ports/calendar.py); the reminder scheduler that fires
+`schedule.triggered` host events is in toy_runtime/host/scheduler.py.
 """
 
 from .recurrence import RecurrenceError, latest_due, next_occurrence, normalize_recurrence, occurrences, reminder_time
-from .reminders import DueOccurrence, ReminderScheduler, ReminderStore, TickResult, reminder_event
 
 __all__ = [
-    "DueOccurrence",
     "RecurrenceError",
-    "ReminderScheduler",
-    "ReminderStore",
-    "TickResult",
     "latest_due",
     "next_occurrence",
     "normalize_recurrence",
     "occurrences",
-    "reminder_event",
     "reminder_time",
 ]

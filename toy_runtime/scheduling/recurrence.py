@@ -5,14 +5,20 @@ across a DST change (the UTC instant moves by an hour). Wall times that do not e
 (02:30 in a skipped hour) resolve with fold=0, i.e. one hour later in local terms; ambiguous times on a fall-back day
 take the first (pre-transition) instant, so they fire once.
 
-Pure functions over aware datetimes; no clock, no I/O.
+Pure functions over aware datetimes; no clock, no I/O. `due_occurrences` and `next_reminder_at` apply them to
+stored entries, so every `ReminderStore` (the SQLite adapter, the in-memory fake) answers by the same rule.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..ports.calendar import DueOccurrence, ScheduleEntry
+
+log = logging.getLogger(__name__)
 
 FREQUENCIES = ("daily", "weekly", "weekdays")
 DAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")  # index == date.weekday()
@@ -156,3 +162,42 @@ def latest_due(
         if after_occurrence is None or _utc(occ) > _utc(after_occurrence):
             latest = occ
     return latest
+
+
+def due_occurrences(entries: Iterable[tuple[ScheduleEntry, datetime | None]], until: datetime) -> list[DueOccurrence]:
+    """Per (active entry, its latest recorded occurrence or None), the latest occurrence due by `until` that is newer
+    than the recorded one, ordered by reminder time. An entry whose rule or zone cannot be used is skipped (logged)."""
+    due: list[DueOccurrence] = []
+    for entry, last_fired in entries:
+        try:
+            occ = latest_due(
+                entry.start_at,
+                entry.timezone,
+                entry.recurrence,
+                until,
+                reminder_minutes=entry.reminder_minutes,
+                after_occurrence=last_fired,
+            )
+        except RecurrenceError as exc:
+            log.warning("schedule %s skipped: %s", entry.id, exc)
+            continue
+        if occ is not None:
+            due.append(DueOccurrence(entry, occ, reminder_time(occ, entry.reminder_minutes)))
+    due.sort(key=lambda d: _utc(d.remind_at))
+    return due
+
+
+def next_reminder_at(entries: Iterable[ScheduleEntry], after: datetime) -> datetime | None:
+    """The earliest reminder time (UTC) strictly after `after` over `entries`, or None."""
+    best: datetime | None = None
+    for entry in entries:
+        try:
+            occ = next_occurrence(
+                entry.start_at, entry.timezone, entry.recurrence, after, reminder_minutes=entry.reminder_minutes
+            )
+        except RecurrenceError:
+            continue
+        if occ is not None:
+            at = _utc(reminder_time(occ, entry.reminder_minutes))
+            best = at if best is None or at < best else best
+    return best

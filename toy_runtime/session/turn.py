@@ -32,7 +32,8 @@ from ..events import (
     ResolveContext,
     not_run_lines,
 )
-from ..hostevents import HostEvent
+from ..host.envelope import HostEvent
+from ..language import guess_locale
 from ..ports.clock import Clock
 from .conversation import Conversation
 from .gate import OfflineGate
@@ -40,11 +41,6 @@ from .holding import HoldingCues, TurnDeadline, answer_in_time
 from .items import EventOutcome, Speech, TurnEnd, TurnItem
 
 _DONE = object()
-
-
-def guess_locale(text: str) -> str:
-    """'zh' when the utterance contains CJK ideographs, else 'en'."""
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
 
 
 class TurnRunner:

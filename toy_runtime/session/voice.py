@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance
 from ..events import AuditSink
-from ..hostevents import HostEvent, message_event
+from ..host.envelope import HostEvent, message_event
 from ..ports.audio import AudioSink
 from ..ports.speech import SpeechSynthesizer
 from ..signals import SessionState, SignalBus, StateSignal

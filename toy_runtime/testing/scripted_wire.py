@@ -10,19 +10,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..language import estimate_tokens
+
 if TYPE_CHECKING:
     from .scripted_llm import Reply
-
-
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count: one per CJK character, one per four other characters."""
-    cjk = sum(1 for ch in text if _is_cjk(ch))
-    return cjk + (len(text) - cjk + 3) // 4
 
 
 def content_text(content: Any) -> str:

@@ -26,26 +26,15 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Awaitable, Callable, Literal, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Literal, Sequence
 
-from ..hostevents import ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent, SubjectRef
-from ..ports.calendar import ScheduleEntry
+from ..ports.calendar import Calendar, DueOccurrence, Outcome, ReminderStore, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock
+from .envelope import ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent, SubjectRef
 
 log = logging.getLogger(__name__)
 
 UTC = timezone.utc
-
-Outcome = Literal["spoken", "missed"]
-
-
-@dataclass(frozen=True)
-class DueOccurrence:
-    """One occurrence of an entry whose reminder time has come and which has not been recorded as fired."""
-
-    entry: ScheduleEntry
-    occurrence_at: datetime  # the occurrence's start, aware, in the entry's zone
-    remind_at: datetime  # occurrence_at - reminder_minutes
 
 
 @dataclass(frozen=True)
@@ -56,16 +45,6 @@ class TickResult:
     occurrence_at: datetime
     outcome: Literal["spoken", "missed", "failed"]
     late_s: float
-
-
-class ReminderStore(Protocol):
-    """What the scheduler needs from the calendar store."""
-
-    async def due_occurrences(self, until: datetime) -> Sequence[DueOccurrence]: ...
-
-    async def mark_fired(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> bool: ...
-
-    async def next_reminder_at(self, after: datetime) -> datetime | None: ...
 
 
 Deliver = Callable[[HostEvent], Awaitable[bool]]
@@ -193,3 +172,58 @@ class ReminderScheduler:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:
                 pass
+
+
+class ObservedCalendar:
+    """A calendar (both halves of the port) that tells listeners — the reminder scheduler — when schedules change."""
+
+    def __init__(self, store: Calendar) -> None:
+        self.store = store
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    async def create(self, request: ScheduleRequest, idempotency_key: str) -> tuple[ScheduleEntry, bool]:
+        entry, created = await self.store.create(request, idempotency_key)
+        if created:
+            self._changed()
+        return entry, created
+
+    async def list(self, *, include_inactive: bool = False) -> Sequence[ScheduleEntry]:
+        return await self.store.list(include_inactive=include_inactive)
+
+    async def cancel(self, entry_id: str) -> bool:
+        cancelled = await self.store.cancel(entry_id)
+        if cancelled:
+            self._changed()
+        return cancelled
+
+    async def due_occurrences(self, until: datetime) -> Sequence[DueOccurrence]:
+        return await self.store.due_occurrences(until)
+
+    async def mark_fired(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> bool:
+        return await self.store.mark_fired(entry_id, occurrence_at, outcome)
+
+    async def next_reminder_at(self, after: datetime) -> datetime | None:
+        return await self.store.next_reminder_at(after)
+
+    def __getattr__(self, name: str) -> Any:  # what a store offers beyond the port (aclose, fired, pragmas…)
+        return getattr(self.store, name)
+
+
+def start_scheduler(runtime, deliver: Deliver) -> tuple[ReminderScheduler, asyncio.Task]:
+    """Start the reminder scheduler as a named task over the runtime's calendar; returns (scheduler, task).
+
+    `deliver` is the runtime's router (`runtime.router.dispatch`): the command's `schedule.triggered` binding says
+    how a reminder reaches the child."""
+    store = runtime.calendar
+    scheduler = ReminderScheduler(store, runtime.clock, deliver, max_late_s=runtime.settings.calendar.max_late_s)
+    if isinstance(store, ObservedCalendar):
+        store.on_change(scheduler.notify_changed)
+    task = asyncio.create_task(scheduler.run(), name="reminder-scheduler")
+    return scheduler, task

@@ -1,0 +1,91 @@
+"""What the firmware sends, as host events: the talk button and remote commands (`api.invoked`).
+
+- `button.pressed` goes to the command's button handler (the voice loop: open a session / push-to-talk).
+- `api.invoked` commands (companion app, fleet) run through the same kernel, but only for event names the remote
+  binding grants (`[mqtt] remote_capabilities`); anything else is refused and audited.
+
+Starting the MQTT link itself imports an adapter, so it belongs to the composition root (`device_link.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from ..events import EventKernel, EventRequest, ResolveContext, SourceProtocol
+from .envelope import Binding, EventType, HostEvent, HostEventRouter
+
+ButtonHandler = Callable[[HostEvent], Awaitable[None]]
+
+
+class RemoteCommandRunner:
+    """Runs `api.invoked` commands through the kernel when the binding grants the capability."""
+
+    def __init__(self, kernel: EventKernel, audit, clock, timezone_name: str,
+                 publish_result: Callable[..., Awaitable[None]]) -> None:
+        self.kernel = kernel
+        self.audit = audit
+        self.clock = clock
+        self.timezone_name = timezone_name
+        self.publish_result = publish_result
+
+    async def __call__(self, event: HostEvent, binding: Binding) -> None:
+        data = event.input.data
+        name = str(data.get("name", ""))
+        command_id = str(data.get("command_id", event.event_id))
+        definition = self.kernel.registry.lookup(name)
+        if definition is None or definition.name not in binding.capabilities:
+            self.audit.record("remote.refused", host_event_id=event.event_id, name=name, command_id=command_id,
+                              actor=event.actor.model_dump() if event.actor else None, binding=binding.binding_id)
+            await self.publish_result(command_id, status="refused", error_code="capability_not_granted",
+                                      error_message=f"{name or 'command'} is not allowed remotely")
+            return
+        from zoneinfo import ZoneInfo
+
+        context = ResolveContext(utterance="", request_time=self.clock.now().astimezone(ZoneInfo(self.timezone_name)),
+                                 timezone=self.timezone_name)
+        request = EventRequest(name=definition.name, turn_id=f"remote.{command_id}", source=SourceProtocol.HOST,
+                               arguments=dict(data.get("arguments") or {}), event_id=event.event_id)
+        run = self.kernel.open_batch("remote", request.turn_id, context)
+        run.add(request)
+        run.close()
+        outcome = await run.wait()
+        result = outcome.results[0] if outcome.results else None
+        self.audit.record("remote.executed", host_event_id=event.event_id, name=definition.name,
+                          command_id=command_id, status=result.status.value if result else "dropped")
+        if result is not None and result.ok:
+            await self.publish_result(command_id, status="ok", result=dict(result.result))
+        else:
+            await self.publish_result(command_id, status="failed",
+                                      error_code=(result.error_code if result else "dropped") or "failed",
+                                      error_message=(result.error if result else "") or "")
+
+
+def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[..., Awaitable[None]], *,
+                  on_button: ButtonHandler | None = None) -> None:
+    """Register the firmware's runners and bindings on the runtime's router: remote commands (granted names only)
+    and the firmware's buttons."""
+
+    async def buttons(event: HostEvent, binding: Binding) -> None:
+        runtime.audit.record("host.button", host_event_id=event.event_id, data=event.input.data)
+        if on_button is not None:
+            await on_button(event)
+
+    settings = runtime.settings
+    router.add_runner("remote_commands", RemoteCommandRunner(runtime.kernel, runtime.audit, runtime.clock,
+                                                             settings.session.timezone, publish_result))
+    router.add_runner("buttons", buttons)
+    router.bind(Binding(binding_id="remote", event_types=(EventType.API_INVOKED,), runner="remote_commands",
+                        capabilities=frozenset(settings.mqtt.remote_capabilities)))
+    router.bind(Binding(binding_id="firmware-buttons", event_types=(EventType.BUTTON_PRESSED,), runner="buttons",
+                        source_kinds=("firmware",)))
+
+
+async def dispatch_audited(router: HostEventRouter, event: HostEvent, audit) -> None:
+    """Dispatch an event that arrived on its own (nobody awaits the answer): no binding or a failing runner is
+    audited, never raised."""
+    try:
+        await router.dispatch(event)
+    except LookupError as exc:
+        audit.record("host.unrouted", host_event_id=event.event_id, event_type=event.event_type, reason=str(exc))
+    except Exception as exc:  # a runner bug must not kill the bridge
+        audit.record("host.runner_failed", host_event_id=event.event_id, event_type=event.event_type, error=str(exc))

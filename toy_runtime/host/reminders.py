@@ -1,0 +1,46 @@
+"""How a fired reminder (`schedule.triggered`) is put into words: a template, or a short ChatAgent line.
+
+Delivery is the binding's business (the toy opens an audio session and speaks it; `chat` prints it); the scheduler
+that fires reminders is `host/scheduler.py`."""
+
+from __future__ import annotations
+
+from ..language import has_cjk
+from .envelope import HostEvent
+
+
+def reminder_line(event: HostEvent) -> str:
+    """The templated reminder sentence, in the language of the title."""
+    data = event.input.data
+    title = str(data.get("title") or "")
+    minutes = int(data.get("reminder_minutes") or 0)
+    if has_cjk(title):
+        return f"提醒：{minutes}分钟后{title}。" if minutes else f"提醒：该{title}了。"
+    if minutes:
+        return f"Reminder: in {minutes} minutes, {title}."
+    return f"Reminder: it's time to {title}." if not title[:1].isupper() else f"Reminder: {title}."
+
+
+async def chat_agent_line(runtime, event: HostEvent) -> str:
+    """A short ChatAgent line for the reminder (when `[calendar] reminder_style = "chat_agent"`); template on fault."""
+    from ..agent.llm import CallStats, LLMFault
+
+    if runtime.chat_client is None:
+        return reminder_line(event)
+    title = str(event.input.data.get("title") or "")
+    stats = CallStats(purpose="reminder")
+    messages = [{"role": "system", "content": runtime.settings.agent.persona},
+                {"role": "user", "content": f"[reminder] In one short friendly sentence, tell the child it is time "
+                                            f"for: {title}"}]
+    try:
+        response = await runtime.chat_client.complete(stats, model=runtime.settings.llm.model, messages=messages,
+                                                      max_tokens=60, temperature=runtime.settings.llm.temperature)
+        text = (response.choices[0].message.content or "").strip()
+    except (LLMFault, IndexError, AttributeError):
+        text = ""
+    if text:  # model text reaches the speaker only through the speakable guard
+        from ..agent.speakable import NO_RULES, speakable
+
+        chat = getattr(runtime, "chat_agent", None)
+        text = " ".join(speakable(text, chat.speakable_rules if chat is not None else NO_RULES)[0])
+    return text or reminder_line(event)
