@@ -133,6 +133,7 @@ class MqttEndpoint:
         self._state = ConnectionState.STOPPED
         self._state_changed = asyncio.Event()
         self._error: BridgeError | None = None
+        self._waiting = 0  # callers inside wait_connected(): a give-up error is theirs to report
         self._inboxes: list[Inbox[Any]] = []
 
     # --- subclass hooks ---------------------------------------------------------------------------------------------
@@ -248,6 +249,13 @@ class MqttEndpoint:
         """Wait until connected and subscribed. Raises BridgeAuthError/BridgeError if the broker refused us for good
         or the endpoint was stopped, TimeoutError after `timeout` seconds. With `fail_fast`, a transient failure
         (refused, reset...) raises BridgeUnreachable at once; the endpoint keeps retrying in the background."""
+        self._waiting += 1
+        try:
+            await self._wait_connected(timeout, fail_fast)
+        finally:
+            self._waiting -= 1
+
+    async def _wait_connected(self, timeout: float | None, fail_fast: bool) -> None:
         async with asyncio.timeout(timeout):
             while True:
                 if self._error is not None:
@@ -353,7 +361,6 @@ class MqttEndpoint:
                 cls = BridgeAuthError if auth else BridgeError
                 error = cls("auth_failed" if auth else "rejected",
                             f"broker refused {self.role} {self.device_id}: {name}")
-                log.error("%s (not retrying)", error.message)
                 self._gave_up = True
                 client.disconnect()  # ends paho's retry loop
                 self._post(self._give_up, error, ConnectionState.AUTH_FAILED if auth else ConnectionState.REJECTED)
@@ -388,7 +395,6 @@ class MqttEndpoint:
             return
         if failure.permanent and not self._connected_once:
             error = BridgeError(failure.code, f"{self.role} {self.device_id}: {failure.message}")
-            log.error("%s (not retrying)", error.message)
             self._gave_up = True
             client.stop_retrying()
             self._post(self._give_up, error, ConnectionState.REJECTED)
@@ -464,6 +470,8 @@ class MqttEndpoint:
     def _give_up(self, error: BridgeError, state: ConnectionState) -> None:
         if self._state is ConnectionState.STOPPED:
             return
+        if not self._waiting:  # a waiter gets the error raised and reports it once; otherwise say it here
+            log.error("%s (not retrying)", error.message)
         self._error = error
         self._set_state(state)
 
