@@ -36,6 +36,7 @@ def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--volume-backend", choices=["memory", "alsa"])
     parser.add_argument("--mqtt-url", metavar="URL", help="mqtt://HOST:PORT or mqtts://HOST:PORT")
     parser.add_argument("--device-id", metavar="ID")
+    parser.add_argument("--web", metavar="HOST:PORT", help="serve the live debug console there (docs/console.md)")
 
 
 def _settings_for(args: argparse.Namespace) -> Settings:
@@ -53,6 +54,8 @@ def _settings_for(args: argparse.Namespace) -> Settings:
         updates.setdefault("mqtt", {})["url"] = args.mqtt_url
     if getattr(args, "device_id", None):
         updates.setdefault("mqtt", {})["device_id"] = args.device_id
+    if getattr(args, "web", None):
+        updates.setdefault("web", {})["listen"] = args.web
     return with_updates(settings, **updates) if updates else settings
 
 

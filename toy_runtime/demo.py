@@ -131,7 +131,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
                    stream: TextIO | None = None, json_lines: bool = False) -> int:
     """Run the scripted demo; returns the exit code (0 when every line got a turn, understood or not)."""
     from .adapters.wav_io import WavFileSink, write_wav
-    from .app import build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
+    from .app import build_console, build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
     from .audio.listener import Listener
     from .session.voice import VoiceLoop
 
@@ -152,8 +152,11 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     for i, pcm in enumerate(utterances, 1):
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
-    listener = Listener(mic, vad, recognizer, endpointer_config(settings))
-    runtime = build_runtime(settings)
+    console = build_console(settings, "demo")  # None unless --web / [web] listen
+    listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings))
+    runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
+    if console is not None:
+        console.attach(runtime)
     verdicts: list[Verdict] = []
     judging: list[asyncio.Task] = []
     mixer_before = [await runtime.mixer.get()]
@@ -193,6 +196,11 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             from .device_link import start_device_link
 
             link = await start_device_link(runtime)
+        if console is not None:
+            from .session.voice import CloseSession
+
+            console.watch_link(link)
+            await console.start(end_session=lambda: loop.post(CloseSession(reason="console")), stream=stream)
         await loop.run(once=True)
         await asyncio.gather(*judging)
     finally:
@@ -200,6 +208,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             task.cancel()
         if judging:
             await asyncio.wait(judging)
+        if console is not None:
+            await console.aclose()
         if link is not None:
             await link.aclose()
         await listener.aclose()
