@@ -60,8 +60,12 @@ class WebConsole:
 
     async def start(self, *, end_session: Callable[[], None], send_message: Callable[[str], None] | None = None,
                     stream: TextIO | None = None) -> None:
-        """Serve the page; StartError (exit 2) when the address cannot be bound."""
-        from .server import ConsoleServer
+        """Serve the page; StartError (exit 2) when the address cannot be bound or aiohttp is missing."""
+        try:
+            from .server import ConsoleServer
+        except ImportError as exc:
+            raise StartError(f"web.listen: the console needs aiohttp ({exc.name} is missing): "
+                             "pip install 'toy-runtime[web]'") from None
 
         runtime = self.runtime
         settings = self.settings
