@@ -121,8 +121,10 @@ async def test_a_demo_shows_each_spoken_turn_with_its_waterfall(tmp_path):
                 Path(os.environ["TOY_CONSOLE_SCREENSHOT"]).write_bytes(await browser.screenshot())
             png = await browser.screenshot()
             assert png.startswith(b"\x89PNG")
-            farewell = await browser.wait_for(turn_with("see you later"), timeout_s=120)
-            assert farewell["speech"]
+            # the farewell turn arrives while the page is open, and the session ends
+            await browser.wait_for(f"({turn_with('see you later')})?.speech.length", timeout_s=120)
+            farewell = await browser.evaluate(turn_with("see you later"))
+            assert ["session.terminate", "succeeded"] in farewell["events"]
             out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

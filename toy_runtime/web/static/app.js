@@ -27,6 +27,7 @@ function applyStatus(fields) {
     const v = fields.volume;
     $("volume").textContent = `${v.level} %${v.muted ? " (muted)" : ""}`;
     $("volume").dataset.level = v.level;
+    if (document.activeElement !== $("volume-input")) { $("volume-input").value = v.level; $("volume-value").textContent = v.level; }
   }
   if (fields.overrides) renderOverrides(fields.overrides);
   if (fields.mqtt) $("mqtt").textContent = fields.mqtt.configured ? `${fields.mqtt.state} (${fields.mqtt.device_id})` : "not configured";
