@@ -59,7 +59,8 @@ class ConsoleHub:
         """A new page: its queue starts with the status and the recent turn messages."""
         client = Client(asyncio.Queue(self.queue_size), peer=peer)
         self._put(client, {"type": "status", **self.status})
-        for message in self.recent:
+        # only as much history as fits behind the status: the status must never be the message that is dropped
+        for message in list(self.recent)[-(self.queue_size - 1):] if self.queue_size > 1 else ():
             self._put(client, message)
         self.clients.append(client)
         return client
