@@ -141,7 +141,8 @@ class ConsoleServer:
         try:
             while True:
                 try:
-                    message = await asyncio.wait_for(client.queue.get(), KEEPALIVE_S)
+                    async with asyncio.timeout(KEEPALIVE_S):  # no task per message, unlike wait_for
+                        message = await client.queue.get()
                 except TimeoutError:
                     await response.write(b": keepalive\n\n")
                     continue
