@@ -200,7 +200,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             from .session.voice import CloseSession
 
             console.watch_link(link)
-            await console.start(end_session=lambda: loop.post(CloseSession(reason="console")), stream=stream)
+            await console.start(end_session=lambda: loop.post(CloseSession(reason="console")))  # URL on stderr
         await loop.run(once=True)
         await asyncio.gather(*judging)
     finally:

@@ -52,3 +52,29 @@ async def test_run_shows_the_mic_level_and_a_spoken_turn_live(sound_card, speak,
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+async def test_ptt_serves_the_console_too(sound_card, tmp_path):
+    if find_chromium() is None:
+        unavailable("chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("aiohttp")
+    port = free_port()
+    audit = tmp_path / "audit.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "ptt", "--web", f"127.0.0.1:{port}"],
+                            env=run_env(sound_card, tmp_path), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: audit_records(audit, "console.started"), 90, "the console", proc)
+        async with HeadlessChromium.launch(tmp_path / "profile") as browser:
+            await browser.navigate(f"http://127.0.0.1:{port}/")
+            await browser.wait_for("document.body.dataset.connected === 'true' && "
+                                   "document.getElementById('command').textContent === 'ptt'")
+            proc.stdin.write("\n")  # Enter: the session opens and the page shows it
+            proc.stdin.flush()
+            await browser.wait_for("document.getElementById('state').textContent === 'listening'")
+        _, err = proc.communicate(timeout=60)  # closes stdin (Ctrl-D): ptt ends
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err

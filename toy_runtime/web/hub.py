@@ -69,6 +69,11 @@ class ConsoleHub:
         if client in self.clients:
             self.clients.remove(client)
 
+    def close_all(self, message: Message) -> None:
+        """Put a last message in every page's queue (the server ends their streams on it)."""
+        for client in self.clients:
+            self._put(client, message)
+
     def publish(self, message: Message, *, keep: bool = True) -> None:
         """Send to every page; `keep` = also replay it to pages that connect later (turn items, not levels)."""
         if self._loop is not None and threading.get_ident() != self._loop_thread:

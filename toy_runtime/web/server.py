@@ -62,12 +62,11 @@ class ConsoleServer:
         except OSError:
             await self._runner.cleanup()
             raise
-        if self.port == 0:  # tests ask for any free port
-            self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - aiohttp has no public getter
+        if self.port == 0:  # any free port was asked for
+            self.port = self._runner.addresses[0][1]
 
     async def aclose(self) -> None:
-        for client in list(self.hub.clients):
-            self.hub._put(client, _CLOSED)  # noqa: SLF001 - ends each open stream at once
+        self.hub.close_all(_CLOSED)  # ends each open stream at once
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
