@@ -31,6 +31,7 @@ def turn_with(text: str) -> str:
         speech: [...card.querySelectorAll('.speech')].map(s => [s.dataset.answer, s.dataset.kind, s.childNodes[1].textContent]),
         events: [...card.querySelectorAll('tr[data-status]')].map(r => [r.children[0].textContent, r.dataset.status]),
         stages: [...card.querySelectorAll('.wf-row')].map(r => r.dataset.stage),
+        notes: [...card.querySelectorAll('.notes li')].map(n => n.textContent),
       }};
     }})()"""
 
@@ -82,6 +83,16 @@ async def test_chat_turns_arrive_live_and_the_controls_steer_the_runtime(tmp_pat
                 requests = llm.requests
                 assert len(requests) == 2
                 assert "tools" not in requests[0] and requests[1]["tools"]
+
+                # a provider fault: the page shows the fault line the child heard and why
+                llm.add(Reply(fault="http_500"))
+                proc.stdin.write("what is a rainbow\n")
+                proc.stdin.flush()
+                await browser.wait_for(f"({turn_with('what is a rainbow')})?.stages.length")
+                turn = await browser.evaluate(turn_with("what is a rainbow"))
+                assert [kind for _, kind, _ in turn["speech"]] and {kind for _, kind, _ in turn["speech"]} <= {
+                    "fault", "holding"}
+                assert any(n.startswith("fault in the chat_agent call") for n in turn["notes"]), turn["notes"]
 
                 if os.environ.get("TOY_CONSOLE_SCREENSHOT_CHAT"):
                     Path(os.environ["TOY_CONSOLE_SCREENSHOT_CHAT"]).write_bytes(await browser.screenshot())
