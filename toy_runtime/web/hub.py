@@ -40,6 +40,7 @@ class ConsoleHub:
     history: int = 400
     status: dict[str, Any] = field(default_factory=dict)
     clients: list[Client] = field(default_factory=list)
+    failures: int = 0  # messages the taps could not build or hand over (never raised into the runtime)
 
     def __post_init__(self) -> None:
         self.recent: deque[Message] = deque(maxlen=self.history)
@@ -77,7 +78,8 @@ class ConsoleHub:
     def publish(self, message: Message, *, keep: bool = True) -> None:
         """Send to every page; `keep` = also replay it to pages that connect later (turn items, not levels)."""
         if self._loop is not None and threading.get_ident() != self._loop_thread:
-            self._loop.call_soon_threadsafe(self._publish, message, keep)
+            if not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._publish, message, keep)
         else:
             self._publish(message, keep)
 

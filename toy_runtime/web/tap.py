@@ -32,12 +32,15 @@ class AuditTap:
         self.speech = speech
 
     def record(self, kind: str, **fields: Any) -> None:
-        if kind == "turn.started" and self.speech is not None:
-            self.speech.started(str(fields.get("turn_id")))
-        if not kind.startswith(_SHOWN) or kind.startswith(_HIDDEN):
-            return
-        record = redact({"kind": kind, "ts": time.time(), **fields})
-        self.hub.publish({"type": "audit", "record": _jsonable(record)})
+        try:
+            if kind == "turn.started" and self.speech is not None:
+                self.speech.started(str(fields.get("turn_id")))
+            if not kind.startswith(_SHOWN) or kind.startswith(_HIDDEN):
+                return
+            record = redact({"kind": kind, "ts": time.time(), **fields})
+            self.hub.publish({"type": "audit", "record": _jsonable(record)})
+        except Exception:  # noqa: BLE001 - a console fault must never fail the audit path or a turn
+            self.hub.failures += 1
 
 
 class SpeechTap:
@@ -56,10 +59,13 @@ class SpeechTap:
     def __call__(self, turn_id: str, item: TurnItem) -> None:
         if not isinstance(item, Speech):
             return  # events and the turn's end come from the audit records, with more detail
-        t0 = self._started.get(turn_id, item.at)
-        self.hub.publish({"type": "speech", "turn_id": turn_id, "answer": item.answer, "kind": item.kind,
-                          "text": item.text, "ms": round((item.at - t0) * 1000, 1),
-                          "sources": [dict(s) for s in item.sources]})
+        try:
+            t0 = self._started.get(turn_id, item.at)
+            self.hub.publish({"type": "speech", "turn_id": turn_id, "answer": item.answer, "kind": item.kind,
+                              "text": item.text, "ms": round((item.at - t0) * 1000, 1),
+                              "sources": [dict(s) for s in item.sources]})
+        except Exception:  # noqa: BLE001 - a console fault must never fail a turn
+            self.hub.failures += 1
 
 
 async def pump_signals(signals: SignalBus, hub: ConsoleHub) -> None:
