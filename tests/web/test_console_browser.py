@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,22 @@ async def test_chat_turns_arrive_live_and_the_controls_steer_the_runtime(tmp_pat
                 await browser.evaluate("document.getElementById('mode-select').value = 'chat_agent_tools';"
                                        "document.getElementById('mode-form').requestSubmit()")
                 await browser.wait_for("document.getElementById('mode').textContent === 'chat_agent_tools'")
+                # the model's first token is held back: the page shows the turn while it runs, holding cue and all
+                release = threading.Event()
+                llm.add(Reply(text="Rainbows happen when sunlight shines through raindrops. Red is on the outside!",
+                              delay_s=60, release=release))
                 await browser.evaluate("document.getElementById('message-input').value = 'tell me more';"
                                        "document.getElementById('message-form').requestSubmit()")
-                turn = await browser.wait_for(turn_with("tell me more"))
+                await browser.wait_for(f"({turn_with('tell me more')})?.speech.some(s => s[1] === 'holding')")
+                assert await browser.evaluate("document.getElementById('state').textContent") in ("thinking",
+                                                                                                 "speaking")
+                if os.environ.get("TOY_CONSOLE_SCREENSHOT_CHAT"):
+                    Path(os.environ["TOY_CONSOLE_SCREENSHOT_CHAT"]).write_bytes(await browser.screenshot())
+                release.set()
+                await browser.wait_for(f"({turn_with('tell me more')})?.stages.length")
+                turn = await browser.evaluate(turn_with("tell me more"))
                 assert turn["mode"] == "chat_agent_tools"
+                assert [kind for _, kind, _ in turn["speech"]] == ["holding", "reply", "reply"]
                 requests = llm.requests
                 assert len(requests) == 2
                 assert "tools" not in requests[0] and requests[1]["tools"]
@@ -93,9 +106,6 @@ async def test_chat_turns_arrive_live_and_the_controls_steer_the_runtime(tmp_pat
                 assert [kind for _, kind, _ in turn["speech"]] and {kind for _, kind, _ in turn["speech"]} <= {
                     "fault", "holding"}
                 assert any(n.startswith("fault in the chat_agent call") for n in turn["notes"]), turn["notes"]
-
-                if os.environ.get("TOY_CONSOLE_SCREENSHOT_CHAT"):
-                    Path(os.environ["TOY_CONSOLE_SCREENSHOT_CHAT"]).write_bytes(await browser.screenshot())
 
                 # ending the session from the page ends `chat` like the end of its input
                 await browser.evaluate("document.getElementById('end-button').click()")

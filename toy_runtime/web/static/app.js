@@ -136,7 +136,7 @@ function onAudit(rec) {
     case "turn.not_run":
       return note(id, `asked for but never ran: ${rec.names.join(", ")}`);
     case "turn.holding_cue":
-      return note(id, `holding cue: ${rec.text}`);
+      return;  // the cue itself arrives as speech of kind "holding"
     case "speech.hidden":
       return note(id, `hidden from speech (${rec.speech_kind}): ${rec.hidden.join(", ")}`);
     case "turn.completed": {
@@ -166,7 +166,6 @@ function onAudit(rec) {
       return;
     }
     default:
-      if (id && turns.has(id)) return note(id, `${rec.kind}`);
       log(rec);
   }
 }
