@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Settings
-from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit
+from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit, TeeAudit
 from .host.envelope import HostEventRouter
 from .ports.calendar import Calendar
 from .ports.clock import Clock, SystemClock
@@ -75,6 +75,9 @@ class Runtime:
     closers: list = field(default_factory=list)
     # The one door for turns that are not the child's voice: each command binds its runners here (host/).
     router: HostEventRouter = field(default_factory=HostEventRouter)
+    # the debug console's taps (toy_runtime.web): None unless it is on
+    turn_observer: Any = None
+    before_turn: Any = None
 
     async def warm(self) -> None:
         """Do now what the first turn would otherwise pay for: check the event schemas, import the LLM SDK."""
@@ -90,7 +93,8 @@ class Runtime:
         self.boundary.bind(conversation.session_id)
         return TurnRunner(kernel=self.kernel, chat_agent=self.chat_agent, conversation=conversation,
                           audit=self.audit, clock=self.clock, timezone=self.settings.session.timezone,
-                          agent_config=self.settings.agent, event_agent=self.event_agent)
+                          agent_config=self.settings.agent, event_agent=self.event_agent,
+                          observer=self.turn_observer, before_turn=self.before_turn)
 
     async def aclose(self) -> None:
         for close in reversed(self.closers):
@@ -104,7 +108,8 @@ class Runtime:
 
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
                   calendar: Calendar | None = None, clock: Clock | None = None,
-                  audit: AuditSink | None = None, signals: SignalBus | None = None) -> Runtime:
+                  audit: AuditSink | None = None, signals: SignalBus | None = None,
+                  audit_tap: AuditSink | None = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
 
     Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
@@ -121,6 +126,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
             closers.append(audit.close)
         else:
             audit = NullAudit()
+    if audit_tap is not None:  # the debug console sees every record the audit sink gets
+        audit = TeeAudit(audit, audit_tap)
     signals = signals or SignalBus()
     boundary = SessionBoundary()
     mixer = mixer or build_mixer(settings)
@@ -159,6 +166,15 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     return Runtime(settings=settings, audit=audit, registry=registry, kernel=kernel, mixer=mixer, calendar=calendar,
                    search=search, signals=signals, boundary=boundary, clock=clock, chat_client=chat_client,
                    chat_agent=chat_agent, event_agent=event_agent, closers=closers)
+
+
+def build_console(settings: Settings, command: str):
+    """The live debug console when `[web] listen` is set (`--web`), else None: nothing of it is imported then."""
+    if not settings.web.listen:
+        return None
+    from .web.console import WebConsole
+
+    return WebConsole(settings, command)
 
 
 # -- the voice loop's engines and devices ---------------------------------------------------------------

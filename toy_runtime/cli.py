@@ -75,6 +75,7 @@ def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
                         help="where volume changes go: memory (no hardware) or the ALSA mixer")
     parser.add_argument("--mqtt-url", metavar="URL", help="firmware broker: mqtt://HOST:PORT or mqtts://HOST:PORT")
     parser.add_argument("--device-id", metavar="ID", help="this toy's id in the MQTT topics ([mqtt] device_id)")
+    parser.add_argument("--web", metavar="HOST:PORT", help="serve the live debug console there (docs/console.md)")
 
 
 def _settings_for(args: argparse.Namespace) -> Settings:
@@ -101,6 +102,8 @@ def _load_with_flags(args: argparse.Namespace) -> Settings:
         updates.setdefault("mqtt", {})["url"] = args.mqtt_url
     if getattr(args, "device_id", None):
         updates.setdefault("mqtt", {})["device_id"] = args.device_id
+    if getattr(args, "web", None):
+        updates.setdefault("web", {})["listen"] = args.web
     return with_updates(settings, **updates) if updates else settings
 
 

@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
 from .config_values import check_url as _check_url, literal_from_text
 
-SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password")}
+SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
 
 DEFAULT_PERSONA = (
     "You are Pip, a warm, playful talking toy for a young child. Answer in one to three short, simple sentences "
@@ -245,6 +245,36 @@ class AuditConfig(Section):
     backup_count: int = Field(3, ge=1, le=100, description="rotated files kept: <path>.1 (newest) .. <path>.N")
 
 
+class WebConfig(Section):
+    """The live debug console (`--web HOST:PORT`); off while `listen` is None. See docs/console.md."""
+
+    listen: str | None = Field(None, description="HOST:PORT to serve the console on, e.g. 127.0.0.1:8088")
+    token: SecretStr | None = Field(None, validate_default=True,
+                                    description="from the environment only (TOY_WEB__TOKEN); required for a "
+                                                "non-loopback address")
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            from .web.address import parse_listen
+
+            parse_listen(value)  # ValueError says what is wrong
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _token_off_loopback(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        listen = info.data.get("listen")
+        if value is None and listen is not None:
+            from .web.address import is_loopback, parse_listen
+
+            if not is_loopback(parse_listen(listen)[0]):
+                raise ValueError(f"required to serve the console on {listen}, which is not a loopback address "
+                                 "(set TOY_WEB__TOKEN)")
+        return value
+
+
 def _default_state_dir() -> Path:
     return Path(os.environ.get("STATE_DIRECTORY") or platformdirs.user_data_dir("toy-runtime"))
 
@@ -272,6 +302,7 @@ class Settings(BaseSettings):
     calendar: CalendarConfig = CalendarConfig()
     search: SearchConfig = SearchConfig()
     audit: AuditConfig = AuditConfig()
+    web: WebConfig = WebConfig()
 
     _toml_data: dict[str, Any] = {}
 
@@ -343,7 +374,7 @@ def _describe(error: dict[str, Any]) -> str:
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     value = error.get("input")
-    secret = any(str(part) in ("api_key", "password") for part in error["loc"])
+    secret = any(str(part) in ("api_key", "password", "token") for part in error["loc"])
     if isinstance(value, str):
         value = re.sub(r"//[^/@\s]*@", "//***@", value)  # never echo credentials embedded in a URL
     shown = ("" if secret or isinstance(value, (dict, list)) or value is None or repr(value) in message

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TextIO
 
-from .app import build_runtime
+from .app import build_console, build_runtime
 from .config import Settings
 from .host.envelope import Binding, EventType, HostEvent, message_event
 from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
@@ -42,12 +42,30 @@ async def _read_line(stream: TextIO) -> str | None:
     return line if line else None
 
 
+def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
+    """Put stdin's lines into `inbox` (None at the end) from a daemon thread: a blocked readline must never hold
+    up the exit when the console ended the session."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+
+    def read() -> None:
+        for line in iter(stream.readline, ""):
+            loop.call_soon_threadsafe(inbox.put_nowait, line)
+        loop.call_soon_threadsafe(inbox.put_nowait, None)
+
+    threading.Thread(target=read, name="chat-stdin", daemon=True).start()
+
+
 async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None = None,
                    stdout: TextIO | None = None) -> int:
     """Run turns until a terminating turn or end of input; exit code 0."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    runtime = build_runtime(settings)
+    console = build_console(settings, "chat")  # None unless --web / [web] listen
+    runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
+    if console is not None:
+        console.attach(runtime)
     bridge = None
     scheduler_task = None
     try:
@@ -57,6 +75,14 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
             bridge = await start_device_link(runtime)
         runner = runtime.new_turn_runner()
+        next_line = lambda: _read_line(stdin)  # noqa: E731
+        if console is not None:
+            # typed in the page or on stdin, whichever comes; the page's "end" is like the end of input
+            inbox: asyncio.Queue[str | None] = asyncio.Queue()
+            _feed_lines(stdin, inbox)
+            next_line = inbox.get
+            console.watch_link(bridge)
+            await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))
 
@@ -99,7 +125,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)
         publish(SessionState.LISTENING)
         while True:
-            line = await _read_line(stdin)
+            line = await next_line()
             if line is None:
                 break
             text = line.strip()
@@ -113,6 +139,9 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             scheduler_task.cancel()
             await asyncio.gather(scheduler_task, return_exceptions=True)
         runtime.signals.publish(StateSignal(state=SessionState.CLOSED))
+        if console is not None:
+            await asyncio.sleep(0.05)  # let the pages see the closed state
+            await console.aclose()
         if bridge is not None:
             await asyncio.sleep(0.05)  # let the adapter mirror the last state before it stops
             await bridge.aclose()

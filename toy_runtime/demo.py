@@ -135,7 +135,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     lines go to `progress` (stderr), so `demo --json | jq` reads clean JSON.
     """
     from .adapters.wav_io import WavFileSink, write_wav
-    from .app import build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
+    from .app import build_console, build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
     from .audio.listener import Listener
     from .session.voice import VoiceLoop
 
@@ -157,8 +157,11 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     for i, pcm in enumerate(utterances, 1):
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
-    listener = Listener(mic, vad, recognizer, endpointer_config(settings))
-    runtime = build_runtime(settings)
+    console = build_console(settings, "demo")  # None unless --web / [web] listen
+    listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings))
+    runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
+    if console is not None:
+        console.attach(runtime)
     verdicts: list[Verdict] = []
     judging: list[asyncio.Task] = []
     mixer_before = [await runtime.mixer.get()]
@@ -198,6 +201,11 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             from .device_link import start_device_link
 
             link = await start_device_link(runtime)
+        if console is not None:
+            from .session.voice import CloseSession
+
+            console.watch_link(link)
+            await console.start(end_session=lambda: loop.post(CloseSession(reason="console")))  # URL on stderr
         await loop.run(once=True)
         await asyncio.gather(*judging)
     finally:
@@ -205,6 +213,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             task.cancel()
         if judging:
             await asyncio.wait(judging)
+        if console is not None:
+            await console.aclose()
         if link is not None:
             await link.aclose()
         await listener.aclose()

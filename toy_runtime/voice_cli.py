@@ -60,8 +60,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
     marks = process_marks()
     marks.mark("settings")
-    from .app import (build_microphone, build_recognizer, build_runtime, build_speaker, build_synthesizer,
-                      build_vad, check_voice_files, endpointer_config)
+    from .app import (build_console, build_microphone, build_recognizer, build_runtime, build_speaker,
+                      build_synthesizer, build_vad, check_voice_files, endpointer_config)
     from .audio.listener import Listener
     from .audio.loading_voice import LoadingSynthesizer
     from .audio.recovery import ReopeningSink, ReopeningSource
@@ -106,7 +106,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     # delay it by ~0.2 s offline and ~1 s with the openai SDK (measured), for nothing a listening toy needs yet.
     loading = asyncio.create_task(load("speech recognizer", build_recognizer), name="load-recognizer")
     await asyncio.sleep(0)  # the loader thread starts before the runtime is wired (imports) on the loop
-    runtime = build_runtime(settings)
+    console = build_console(settings, "ptt" if keyboard else "run")  # None unless --web / [web] listen
+    runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
+    if console is not None:
+        console.attach(runtime)
     marks.mark("wired")
     try:
         recognizer = await loading
@@ -127,6 +130,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
     # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
     mic = ReopeningSource(lambda: build_microphone(settings), on_event=report_device)
+    if console is not None:
+        mic = console.metered(mic)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
     voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                       pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
@@ -164,6 +169,9 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             from .device_link import start_device_link
 
             link = await start_device_link(runtime, on_button=on_button)
+        if console is not None:
+            console.watch_link(link)
+            await console.start(end_session=lambda: voice.post(CloseSession(reason="console")), stream=stream)
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
             """The voice binding for `schedule.triggered`: open a session and speak the reminder."""
@@ -218,6 +226,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             shutdown.remove()
         if view is not None:
             await view.aclose()
+        if console is not None:
+            await console.aclose()
         await listener.aclose()
         await mic.aclose()
         if link is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 from zoneinfo import ZoneInfo
 
 from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
@@ -48,7 +48,9 @@ class TurnRunner:
 
     def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
                  audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
-                 event_agent: EventAgent | None = None, rng: random.Random | None = None) -> None:
+                 event_agent: EventAgent | None = None, rng: random.Random | None = None,
+                 observer: Callable[[str, TurnItem], None] | None = None,
+                 before_turn: Callable[["TurnRunner"], None] | None = None) -> None:
         self.kernel = kernel
         self.chat = chat_agent
         self.conversation = conversation
@@ -59,6 +61,8 @@ class TurnRunner:
         self.event_agent = event_agent
         self.gate = OfflineGate(kernel.registry, audit)
         self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
+        self.observer = observer  # sees each item as it is produced (the debug console); must not block
+        self.before_turn = before_turn  # may swap chat/kernel/gate for the next turn (the console's overrides)
 
     @property
     def mode(self) -> str:
@@ -71,6 +75,8 @@ class TurnRunner:
         holding cue and the turn deadline count from then.
         """
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        if self.before_turn is not None:
+            self.before_turn(self)
         turn_id = self.conversation.next_turn_id()
         producer = asyncio.create_task(self._produce(event, turn_id, queue, since_speech_s), name=f"turn:{turn_id}")
         try:
@@ -89,7 +95,14 @@ class TurnRunner:
 
     async def _produce(self, event: HostEvent, turn_id: str, queue: asyncio.Queue, since_speech_s: float) -> None:
         try:
-            await self._turn(event, turn_id, queue.put_nowait, since_speech_s)
+            emit = queue.put_nowait
+            if self.observer is not None:
+                observer = self.observer
+
+                def emit(item: TurnItem) -> None:
+                    observer(turn_id, item)
+                    queue.put_nowait(item)
+            await self._turn(event, turn_id, emit, since_speech_s)
         finally:
             queue.put_nowait(_DONE)
 

@@ -1,0 +1,190 @@
+"""The console's HTTP server (aiohttp): the page and its assets, a server-sent event stream, and the controls.
+
+Who may use it:
+- Bound to loopback without a token: only requests whose Host is this loopback address (a page on another site
+  cannot reach it through DNS rebinding), and controls only from this page (Origin, JSON body: a form on another
+  site cannot post one).
+- With a token (required off loopback): every request carries it, as the `toy_console` cookie that
+  `/?token=…` sets once (HttpOnly, SameSite=Strict) or as `Authorization: Bearer …`; controls check the Origin too.
+Every control, accepted or refused, is audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from .controls import ControlError, Controls
+from .hub import ConsoleHub
+
+__all__ = ["ConsoleServer"]
+
+COOKIE = "toy_console"
+KEEPALIVE_S = 15.0
+_CLOSED = {"type": "closed"}
+_ASSETS = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
+
+
+class ConsoleServer:
+    """Serves one runtime's console on HOST:PORT until `aclose()`."""
+
+    def __init__(self, hub: ConsoleHub, controls: Controls, audit, *, host: str, port: int,
+                 token: str | None, loopback: bool) -> None:
+        self.hub = hub
+        self.controls = controls
+        self.audit = audit
+        self.host = host
+        self.port = port
+        self.token = token
+        self.loopback = loopback
+        self._runner: web.AppRunner | None = None
+        self._streams: set[asyncio.Task] = set()
+
+    # -- life ----------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind and serve (OSError when the address cannot be bound)."""
+        app = web.Application(middlewares=[self._guard], client_max_size=64 * 1024)
+        app.router.add_get("/", self._index)
+        app.router.add_get("/static/{name}", self._asset)
+        app.router.add_get("/events", self._events)
+        app.router.add_post("/api/{action}", self._control)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            raise
+        if self.port == 0:  # any free port was asked for
+            self.port = self._runner.addresses[0][1]
+
+    async def aclose(self) -> None:
+        self.hub.close_all(_CLOSED)  # ends each open stream at once
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    # -- who may ask ---------------------------------------------------------------------------------
+
+    def _host_ok(self, request: web.Request) -> bool:
+        if not self.loopback or self.token:
+            return True
+        host = request.headers.get("Host", "")
+        return host in {f"127.0.0.1:{self.port}", f"localhost:{self.port}", f"[::1]:{self.port}",
+                        f"{self.host}:{self.port}"}
+
+    def _token_ok(self, request: web.Request) -> bool:
+        if not self.token:
+            return True
+        given = request.cookies.get(COOKIE) or ""
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            given = auth[len("Bearer "):]
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler):
+        peer = request.remote or ""
+        if not self._host_ok(request):
+            return self._refuse(request, peer, 403, "host not allowed")
+        if self.token and request.method == "GET" and request.path == "/" and "token" in request.query:
+            if hmac.compare_digest(request.query["token"].encode(), self.token.encode()):
+                response = web.HTTPFound("/")
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", path="/")
+                return response
+            return self._refuse(request, peer, 401, "wrong token")
+        if not self._token_ok(request):
+            return self._refuse(request, peer, 401, "token required: open the console at /?token=…")
+        if request.method == "POST":
+            origin = request.headers.get("Origin")
+            if origin is not None and origin != f"{request.scheme}://{request.host}":
+                return self._refuse(request, peer, 403, "cross-origin control refused")
+            if request.content_type != "application/json":
+                return self._refuse(request, peer, 415, "controls take a JSON body")
+        return await handler(request)
+
+    def _refuse(self, request: web.Request, peer: str, status: int, reason: str) -> web.Response:
+        if request.method == "POST" or status == 401:
+            self.audit.record("console.refused", path=request.path, method=request.method, peer=peer, reason=reason)
+        return web.Response(status=status, text=reason + "\n")
+
+    # -- pages ---------------------------------------------------------------------------------------
+
+    async def _index(self, request: web.Request) -> web.Response:
+        return _asset_response("index.html")
+
+    async def _asset(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in _ASSETS or name == "index.html":
+            raise web.HTTPNotFound()
+        return _asset_response(name)
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: one JSON message per event, a comment every 15 s so proxies keep it open."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
+                                               "X-Accel-Buffering": "no"})
+        await response.prepare(request)
+        client = self.hub.subscribe(peer=request.remote or "")
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(KEEPALIVE_S):  # no task per message, unlike wait_for
+                        message = await client.queue.get()
+                except TimeoutError:
+                    await response.write(b": keepalive\n\n")
+                    continue
+                if message is _CLOSED:
+                    break
+                dropped = client.take_dropped()
+                if dropped:
+                    await response.write(_sse({"type": "gap", "dropped": dropped}))
+                await response.write(_sse(message))
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass  # the page went away, or the server is closing
+        finally:
+            self.hub.unsubscribe(client)
+        return response
+
+    async def _control(self, request: web.Request) -> web.Response:
+        action = request.match_info["action"]
+        peer = request.remote or ""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return self._refuse(request, peer, 400, "the body must be a JSON object")
+        try:
+            outcome = await self.controls.run(action, body)
+        except ControlError as exc:
+            self.audit.record("console.control", action=action, arguments=body, peer=peer, status="refused",
+                              error=str(exc))
+            return web.json_response({"ok": False, "error": str(exc)}, status=400)
+        self.audit.record("console.control", action=action, arguments=body, peer=peer,
+                          status="ok" if outcome.get("ok") else "failed", outcome=outcome)
+        if action in ("mode", "events"):
+            self.hub.update_status(overrides={k: v for k, v in outcome.items() if k != "ok"})
+        return web.json_response(outcome)
+
+
+def _sse(message: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n\n"
+
+
+def _asset_response(name: str) -> web.Response:
+    body = resources.files(__package__).joinpath("static", name).read_bytes()
+    return web.Response(body=body, content_type=_ASSETS[name], charset="utf-8",
+                        headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
+                                 "Content-Security-Policy": "default-src 'self'; connect-src 'self'"})
