@@ -9,7 +9,7 @@ from toy_runtime.app import build_runtime
 from toy_runtime.config import load_settings
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
-from toy_runtime.hostevents import message_event
+from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import EventOutcome, Speech
 from toy_runtime.web.controls import ControlError, TurnOverrides
 from toy_runtime.web.hub import ConsoleHub
