@@ -49,7 +49,9 @@ test can hold the first token until it has seen what it waits for, without racin
 
 Server options: `reject_fields=("stream_options",)` (or `"tools"`) answers every request that carries
 the field (for "tools": a streamed request) with 400 and an OpenAI-style error naming it, as some local
-servers do, without consuming a reply; the client's retry without the field gets the reply.
+servers do, without consuming a reply; the client's retry without the field gets the reply. Entries that
+reject one form of a field: "tool_choice_object" (a named `tool_choice` object: "must be string"),
+"tool_choice_required" (`tool_choice: "required"`), "response_format_json_schema".
 `server.dropped` counts requests dropped by "close_keepalive".
 
 Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
@@ -112,6 +114,18 @@ FAULTS = (
 )
 
 Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
+
+# `reject_fields` entries that reject one form of a field: (param named in the error, message), and the test
+REJECTIONS: dict[str, tuple[str, str]] = {
+    "tool_choice_object": ("tool_choice", "tool_choice: must be string (scripted, like llama-server)"),
+    "tool_choice_required": ("tool_choice", "tool_choice: unsupported value 'required' (scripted)"),
+    "response_format_json_schema": ("response_format", "response_format: type must be 'json_object' (scripted)"),
+}
+REJECTIONS_MATCH: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "tool_choice_object": lambda r: isinstance(r.get("tool_choice"), dict),
+    "tool_choice_required": lambda r: r.get("tool_choice") == "required",
+    "response_format_json_schema": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
+}
 
 
 @dataclass(frozen=True)
@@ -210,8 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         rejected = owner._rejected_field(request)
         if rejected is not None:
-            self._send_error(400, f"Unsupported param: {rejected} (scripted)", "invalid_request_error",
-                             param=rejected)
+            param, message = REJECTIONS.get(rejected, (rejected, f"Unsupported param: {rejected} (scripted)"))
+            self._send_error(400, message, "invalid_request_error", param=param)
             return
         number, reply = owner._next_reply(request)
         if reply is None:
@@ -397,7 +411,8 @@ class ScriptedLLMServer:
         reject_fields: Iterable[str] = (),
     ) -> None:
         """`script`: replies consumed one per request, or a callable answering each request body;
-        `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools")."""
+        `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools", or one form
+        of a field: see REJECTIONS)."""
         self.model = model
         self.reject_fields = tuple(reject_fields)
         self.dropped = 0
@@ -442,7 +457,11 @@ class ScriptedLLMServer:
     def _rejected_field(self, request: dict[str, Any]) -> str | None:
         """The first `reject_fields` entry this request carries (recorded like any request), else None."""
         for name in self.reject_fields:
-            if request.get(name) and (name != "tools" or request.get("stream")):
+            if name in REJECTIONS:
+                hit = REJECTIONS_MATCH[name](request)
+            else:
+                hit = bool(request.get(name)) and (name != "tools" or bool(request.get("stream")))
+            if hit:
                 with self._lock:
                     self._requests.append(request)
                 return name
