@@ -5,8 +5,8 @@ It sees only the selected event's schema and a minimal history slice, and answer
 
 Local servers do not all honour that: llama.cpp's llama-server takes `tool_choice` only as a string (an object is
 logged as "must be string" and replaced by "auto", so a small model answers in prose), and others answer HTTP 400.
-So the answer form steps down, once per process, the first time a form is refused (a 400 naming `tool_choice` or
-`response_format`) or ignored (an answer with no tool call): the named object → `"required"` with the one tool →
+So the answer form steps down, once per process, the first time a form is refused (a 400 or 422 naming
+`tool_choice` or `response_format`) or ignored (an answer with no tool call): the named object → `"required"` with the one tool →
 a JSON-schema-constrained `response_format` (llama.cpp turns it into a grammar) → `json_object` with the schema.
 Every later call starts at the form that worked.
 """
@@ -126,7 +126,8 @@ class EventAgent:
             try:
                 response = await self.client.complete(stats, **request)
             except LLMFault as fault:
-                if fault.code == "http_400" and _FORM_FIELDS[form] in fault.message.lower():
+                # 400, or 422 from a FastAPI server (llama-cpp-python) whose request model lacks that form
+                if fault.code in ("http_400", "http_422") and _FORM_FIELDS[form] in fault.message.lower():
                     form = self._step_down(form, f"rejected `{_FORM_FIELDS[form]}` ({fault.message[:120]})")
                     continue
                 return FallbackAnswer(arguments=None, error=str(fault))
