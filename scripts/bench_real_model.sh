@@ -12,7 +12,7 @@
 # Environment: MODELS ("0.5b 1.5b"), LIMIT (all conversations), REPEAT (1), OUT (bench-out/real: one folder per
 # model below it), PORT (8099), PYTHON (python3, the one with toy-runtime's dependencies), EXTRA (more
 # `bench modes` flags, e.g. "--modes dual_agent --conditions enabled"); PREFIX, N_CTX, CHAT_FORMAT as in
-# scripts/real_model.sh. A server this script starts is stopped when it ends.
+# scripts/real_model.sh. It (re)starts the real_model.sh server for each model and stops it at the end.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"

