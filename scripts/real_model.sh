@@ -21,6 +21,10 @@
 #                 message and parses nothing back; see docs/local-models.md); or e.g. chatml-function-calling
 #   LLAMA_CPP_PYTHON  the pip requirement (default llama-cpp-python[server]==0.3.36, pinned for reproducibility)
 #   NICE          nice level for the build and the server (default 19: the machine is shared)
+#   EXTRA_BUFTS   1 = let llama.cpp repack weights into its extra CPU buffer types; default 0 when the CPU
+#                 advertises AMX: on this (virtualised) Sapphire Rapids host the AMX kernels die with SIGILL on the
+#                 first prompt batch (the OS does not grant the tile state), so the server is started with
+#                 use_extra_bufts off — the AVX-512 kernels, no rebuild needed.
 set -euo pipefail
 
 prefix="${PREFIX:-/opt/toy-llm}"
@@ -174,8 +178,22 @@ cmd_serve() {
     if [ -n "${CHAT_FORMAT:-}" ]; then
         args+=(--chat_format "$CHAT_FORMAT")
     fi
-    log "starting: $venv/bin/python -m llama_cpp.server ${args[*]}"
-    nohup nice -n "$nice_level" "$venv/bin/python" -m llama_cpp.server "${args[@]}" >"$run_dir/server.log" 2>&1 &
+    local extra="${EXTRA_BUFTS:-}"
+    if [ -z "$extra" ]; then
+        if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then extra=0; else extra=1; fi
+    fi
+    # llama_cpp.server exposes no flag for it: the model parameters' default is changed before the server starts
+    local launcher="import sys, llama_cpp, llama_cpp.llama as L
+if sys.argv[1] == '0':
+    default = llama_cpp.llama_model_default_params
+    def params():
+        p = default(); p.use_extra_bufts = False; return p
+    L.llama_cpp.llama_model_default_params = params
+sys.argv = ['llama_cpp.server'] + sys.argv[2:]
+from llama_cpp.server.__main__ import main
+main()"
+    log "starting: $venv/bin/python -m llama_cpp.server ${args[*]} (extra buffer types: $extra)"
+    nohup nice -n "$nice_level" "$venv/bin/python" -c "$launcher" "$extra" "${args[@]}" >"$run_dir/server.log" 2>&1 &
     echo $! >"$run_dir/server.pid"
     local _i
     for _i in $(seq 1 180); do
