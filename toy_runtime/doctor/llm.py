@@ -102,7 +102,8 @@ async def check_llm(settings: Settings) -> Verdict:
     agent = probe_agent(settings, client)
     messages = agent.system_messages(events=True) + [{"role": "user", "content": PROBE_UTTERANCE}]
     tools = agent.tools(events=True)
-    shape = f"{settings.agent.tool_invocation_mode}, {len(tools or ())} tools"
+    shape = f"{settings.agent.tool_invocation_mode}, {len(tools)} tools" if tools else \
+        f"{settings.agent.tool_invocation_mode}, no tools"
     stats = CallStats(purpose="doctor")
     try:
         async for _ in agent.stream(stats, messages, ReplyRecord(), turn_id="doctor", allow_events=False,
