@@ -124,3 +124,23 @@ async def test_an_unrelated_400_is_an_error_not_a_step_down():
         agent, answers = await propose_twice(server)
     assert answers[0].arguments is None and "http_400" in (answers[0].error or "")
     assert agent.form == "named"
+
+
+async def test_a_call_written_as_text_in_a_tool_form_is_taken_as_the_answer():
+    """llama-cpp-python ignores "required" on the GGUF's own template and the model writes the call as text."""
+    text_call = "```json\n" + json.dumps({"name": DEFINITION.tool_name, "arguments": ARGUMENTS}) + "\n```"
+    with ScriptedLLMServer([Reply(text=text_call)] * 2, reject_fields=("tool_choice_object",)) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "required", "required"] and agent.form == "required"
+
+
+async def test_a_server_error_naming_response_format_steps_down_too():
+    """llama-cpp-python answers a json_schema response_format with HTTP 500 and a validation error naming it."""
+    with ScriptedLLMServer(local_server(honours=("json_object",)),
+                           reject_fields=("tool_choice_object", "response_format_json_schema_500")) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS] and agent.form == "json_object"
+    assert forms(requests) == ["named", "required", "json_schema", "json_object", "json_object"]

@@ -5,7 +5,7 @@ It sees only the selected event's schema and a minimal history slice, and answer
 
 Local servers do not all honour that: llama.cpp's llama-server takes `tool_choice` only as a string (an object is
 logged as "must be string" and replaced by "auto", so a small model answers in prose), and others answer HTTP 400.
-So the answer form steps down, once per process, the first time a form is refused (a 400 or 422 naming
+So the answer form steps down, once per process, the first time a form is refused (an HTTP error naming
 `tool_choice` or `response_format`) or ignored (an answer with no tool call): the named object → `"required"` with the one tool →
 a JSON-schema-constrained `response_format` (llama.cpp turns it into a grammar) → `json_object` with the schema.
 Every later call starts at the form that worked.
@@ -126,8 +126,9 @@ class EventAgent:
             try:
                 response = await self.client.complete(stats, **request)
             except LLMFault as fault:
-                # 400, or 422 from a FastAPI server (llama-cpp-python) whose request model lacks that form
-                if fault.code in ("http_400", "http_422") and _FORM_FIELDS[form] in fault.message.lower():
+                # any HTTP error that names the field: 400, a FastAPI 422, or llama-cpp-python's 500 for a
+                # response_format type its request model lacks
+                if fault.code.startswith("http_") and _FORM_FIELDS[form] in fault.message.lower():
                     form = self._step_down(form, f"rejected `{_FORM_FIELDS[form]}` ({fault.message[:120]})")
                     continue
                 return FallbackAnswer(arguments=None, error=str(fault))
@@ -159,4 +160,16 @@ class EventAgent:
             if call.function.name in (definition.tool_name, definition.name):
                 arguments, error = parse_arguments(call.function.arguments or "")
                 return FallbackAnswer(arguments=arguments, error=error, **tokens)
+        # a server that renders tools but parses no call back (llama-cpp-python on the GGUF's own template) leaves
+        # the call as text: {"name": ..., "arguments": {...}}, perhaps in a code fence or <tool_call> tags
+        content = message.content or ""
+        start, end = content.find("{"), content.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                call = json.loads(content[start:end + 1])
+            except ValueError:
+                return None
+            if (isinstance(call, dict) and call.get("name") in (definition.tool_name, definition.name)
+                    and isinstance(call.get("arguments"), dict)):
+                return FallbackAnswer(arguments=call["arguments"], error=None, **tokens)
         return None

@@ -51,7 +51,8 @@ Server options: `reject_fields=("stream_options",)` (or `"tools"`) answers every
 the field (for "tools": a streamed request) with 400 and an OpenAI-style error naming it, as some local
 servers do, without consuming a reply; the client's retry without the field gets the reply. Entries that
 reject one form of a field: "tool_choice_object" (a named `tool_choice` object: "must be string"),
-"tool_choice_required" (`tool_choice: "required"`), "response_format_json_schema".
+"tool_choice_required" (`tool_choice: "required"`), "response_format_json_schema" (and "…_500", answered with
+500 like llama-cpp-python).
 `server.dropped` counts requests dropped by "close_keepalive".
 
 Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
@@ -115,16 +116,22 @@ FAULTS = (
 
 Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
 
-# `reject_fields` entries that reject one form of a field: (param named in the error, message), and the test
-REJECTIONS: dict[str, tuple[str, str]] = {
-    "tool_choice_object": ("tool_choice", "tool_choice: must be string (scripted, like llama-server)"),
-    "tool_choice_required": ("tool_choice", "tool_choice: unsupported value 'required' (scripted)"),
-    "response_format_json_schema": ("response_format", "response_format: type must be 'json_object' (scripted)"),
+# `reject_fields` entries that reject one form of a field: (param named in the error, message, HTTP status), and
+# the test
+REJECTIONS: dict[str, tuple[str, str, int]] = {
+    "tool_choice_object": ("tool_choice", "tool_choice: must be string (scripted, like llama-server)", 400),
+    "tool_choice_required": ("tool_choice", "tool_choice: unsupported value 'required' (scripted)", 400),
+    "response_format_json_schema": ("response_format", "response_format: type must be 'json_object' (scripted)",
+                                    400),
+    # llama-cpp-python answers its own request-validation error with a 500
+    "response_format_json_schema_500": ("response_format", "1 validation error: body.response_format.type: Input "
+                                        "should be 'text' or 'json_object' (scripted)", 500),
 }
 REJECTIONS_MATCH: dict[str, Callable[[dict[str, Any]], bool]] = {
     "tool_choice_object": lambda r: isinstance(r.get("tool_choice"), dict),
     "tool_choice_required": lambda r: r.get("tool_choice") == "required",
     "response_format_json_schema": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
+    "response_format_json_schema_500": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
 }
 
 
@@ -224,8 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         rejected = owner._rejected_field(request)
         if rejected is not None:
-            param, message = REJECTIONS.get(rejected, (rejected, f"Unsupported param: {rejected} (scripted)"))
-            self._send_error(400, message, "invalid_request_error", param=param)
+            param, message, status = REJECTIONS.get(rejected, (rejected, f"Unsupported param: {rejected} (scripted)",
+                                                               400))
+            self._send_error(status, message, "invalid_request_error", param=param)
             return
         number, reply = owner._next_reply(request)
         if reply is None:
