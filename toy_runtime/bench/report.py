@@ -87,6 +87,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
 
     out += ["## Latency (ms)", "", _table(g, [
         ("first-answer TTFT", lambda x: _ms(x["latency_ms"]["first_answer_ttft"])),
+        ("first-answer TTFT, cold (uncached prefix)", lambda x: _ms(x["latency_ms"].get("first_answer_ttft_cold"))),
+        ("first-answer TTFT, warm (later turns)", lambda x: _ms(x["latency_ms"].get("first_answer_ttft_warm"))),
         ("first-answer TTFT, ordinary turns", lambda x: _ms(x["latency_ms"]["first_answer_ttft_ordinary"])),
         ("first-answer TTFT, event turns", lambda x: _ms(x["latency_ms"]["first_answer_ttft_event_turns"])),
         ("first-answer completion", lambda x: _ms(x["latency_ms"]["first_answer_completion"])),
@@ -104,7 +106,12 @@ def markdown(summary: Mapping[str, Any]) -> str:
 
     out += ["## Tokens, calls and cost", "", _table(g, [
         ("ChatAgent prompt tokens / turn", lambda x: _num(x["tokens"]["chat_prompt_per_turn"])),
-        ("ChatAgent first-call prompt tokens", lambda x: _num(x["tokens"]["first_call_prompt"])),
+        ("ChatAgent first-call prompt tokens, server-counted",
+         lambda x: _num(x["tokens"].get("first_call_prompt_counted"))),
+        ("… estimate, only where the server counted none",
+         lambda x: _num(x["tokens"].get("first_call_prompt_estimated"))),
+        ("… counted by", lambda x: ", ".join(f"{k}: {v}" for k, v in
+                                            (x["tokens"].get("first_call_prompt_source") or {}).items()) or "–"),
         ("ChatAgent completion tokens / turn", lambda x: _num(x["tokens"]["chat_completion_per_turn"])),
         ("token source (calls)", lambda x: ", ".join(f"{k}: {v}" for k, v in x["tokens"]["usage_source"].items())),
         ("LLM calls / turn (mean)", lambda x: _mean(x["calls"]["llm_calls_per_turn"])),
@@ -184,6 +191,12 @@ def markdown(summary: Mapping[str, Any]) -> str:
 
 # -- plot -----------------------------------------------------------------------------------------------
 
+def first_call_prompt(group: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The server-counted first-call prompt tokens, or the estimate when the server counted none."""
+    counted = group["tokens"].get("first_call_prompt_counted") or {}
+    return counted if counted.get("n") else group["tokens"]["first_call_prompt"]
+
+
 def plot(summary: Mapping[str, Any], path: str | Path) -> None:
     """First-answer TTFT, total turn latency and ChatAgent first-call prompt tokens per mode/condition."""
     import matplotlib
@@ -194,15 +207,16 @@ def plot(summary: Mapping[str, Any], path: str | Path) -> None:
     groups = summary["groups"]
     names = list(groups)
     panels = [
-        ("first-answer TTFT (ms)", lambda x: x["latency_ms"]["first_answer_ttft"]),
+        ("first-answer TTFT, cold (ms)", lambda x: x["latency_ms"].get("first_answer_ttft_cold") or {}),
+        ("first-answer TTFT, warm (ms)", lambda x: x["latency_ms"].get("first_answer_ttft_warm") or {}),
         ("total turn latency (ms)", lambda x: x["latency_ms"]["total_turn"]),
-        ("ChatAgent first-call prompt tokens", lambda x: x["tokens"]["first_call_prompt"]),
+        ("ChatAgent first-call prompt tokens", lambda x: first_call_prompt(x)),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0))
     colors = ["#4C72B0" if n.startswith("dual_agent") else "#DD8452" for n in names]
     for ax, (title, pick) in zip(axes, panels):
-        medians = [pick(groups[n])["median"] or 0 for n in names]
-        p90 = [pick(groups[n])["p90"] or 0 for n in names]
+        medians = [pick(groups[n]).get("median") or 0 for n in names]
+        p90 = [pick(groups[n]).get("p90") or 0 for n in names]
         positions = range(len(names))
         ax.bar(positions, medians, color=colors, label="median")
         ax.scatter(positions, p90, color="black", marker="_", s=300, zorder=3, label="p90")

@@ -14,7 +14,8 @@ from ..config import ConfigError, Settings, load_settings
 from .engines import check_asr, check_tts
 from .host import check_alsa_control, check_audio_input, check_audio_output, check_state_dir
 from .search import check_search
-from .services import check_broker, check_llm
+from .llm import check_llm
+from .services import check_broker
 from .verdict import CheckResult, Verdict, fail, ok
 
 __all__ = ["CHECKS", "DEFAULT_TIMEOUTS_S", "diagnose", "register", "run_doctor"]

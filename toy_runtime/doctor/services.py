@@ -1,4 +1,4 @@
-"""Checks of the network services: the MQTT broker (with the credentials) and the LLM endpoint (streaming)."""
+"""Check of the MQTT broker (with the credentials); the LLM endpoint's check is in `llm.py`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import uuid
 from typing import Any
 
 from ..config import Settings
-from .verdict import Verdict, fail, fmt_ms, ok, skip, warn
+from .verdict import Verdict, fail, fmt_ms, ok, skip
 
-SLOW_TTFT_MS = 2000.0  # a first token later than this makes every spoken answer feel slow
 BROKER_TCP_TIMEOUT_S = 3.0
 BROKER_SESSION_TIMEOUT_S = 5.0
 
@@ -80,58 +79,3 @@ async def check_broker(settings: Settings) -> Verdict:
         await probe.stop()
     return ok(f"{mqtt.url} as {user}: session in {fmt_ms(connect_ms)} (MQTT {mqtt.protocol}"
               f"{', TLS' if url.tls else ''})")
-
-
-def _llm_failure(fault: Any, settings: Settings) -> Verdict:
-    llm = settings.llm
-    code, message = fault.code, fault.message
-    if code == "connect":
-        return fail(f"cannot connect to {llm.base_url}: {message}",
-                    "is the server running and reachable from here? check llm.base_url (usually ends in /v1)")
-    if code in ("timeout", "first_token_timeout"):
-        return fail(f"{llm.base_url} did not answer within the timeouts (connect {llm.connect_timeout_s:g} s, "
-                    f"first token {llm.first_token_timeout_s:g} s, between chunks {llm.read_timeout_s:g} s)",
-                    "the server is up but stalled or still loading the model; check its log, or raise "
-                    "llm.first_token_timeout_s")
-    if code in ("http_401", "http_403"):
-        return fail(f"the endpoint refused the API key ({code.replace('_', ' ').upper()}): {message}",
-                    "set OPENAI_API_KEY in the environment (secrets are never read from the TOML profile)")
-    if code == "http_404":
-        return fail(f"HTTP 404: {message}", f"check llm.base_url (…/v1) and llm.model {llm.model!r} "
-                    f"(`curl {llm.base_url.rstrip('/')}/models`)")
-    if code == "http_429":
-        return fail(f"rate limited or out of quota (HTTP 429): {message}", "check the account's quota and limits")
-    if code.startswith("http_"):
-        return fail(f"HTTP {code[5:]}: {message}", "see the server's log")
-    return fail(f"the endpoint does not stream chat completions properly ({code}: {message})",
-                "the runtime needs an OpenAI-compatible streaming /chat/completions (SSE chunks with a finish "
-                "reason, then data: [DONE])")
-
-
-async def check_llm(settings: Settings) -> Verdict:
-    """A streamed 1-token completion against llm.base_url; reports the time to the first token."""
-    llm = settings.llm
-    if not settings.llm_online:
-        return warn("offline: only the deterministic gate answers",
-                    "set llm.base_url (or OPENAI_BASE_URL) to an OpenAI-compatible endpoint, and OPENAI_API_KEY "
-                    "if it needs one")
-    from ..agent.llm import CallStats, ChatClient, LLMFault
-
-    client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
-                        connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
-                        first_token_timeout_s=llm.first_token_timeout_s, include_usage=False)
-    stats = CallStats(purpose="doctor")
-    try:
-        async for _ in client.stream(stats, model=llm.model, messages=[{"role": "user", "content": "Say OK."}],
-                                     sampling={"max_tokens": 1}):
-            pass
-    except LLMFault as exc:
-        return _llm_failure(exc, settings)
-    finally:
-        await client.aclose()
-    ttft = stats.ttft_ms if stats.ttft_ms is not None else stats.first_chunk_ms
-    what = f"{llm.model} at {llm.base_url}"
-    if ttft is not None and ttft > SLOW_TTFT_MS:
-        return warn(f"{what} streams, but the first token took {fmt_ms(ttft)}",
-                    "every spoken answer waits this long: use a closer or faster endpoint, or a smaller model")
-    return ok(f"{what} streams; first token in {fmt_ms(ttft)}")

@@ -49,7 +49,10 @@ test can hold the first token until it has seen what it waits for, without racin
 
 Server options: `reject_fields=("stream_options",)` (or `"tools"`) answers every request that carries
 the field (for "tools": a streamed request) with 400 and an OpenAI-style error naming it, as some local
-servers do, without consuming a reply; the client's retry without the field gets the reply.
+servers do, without consuming a reply; the client's retry without the field gets the reply. Entries that
+reject one form of a field: "tool_choice_object" (a named `tool_choice` object: "must be string"),
+"tool_choice_required" (`tool_choice: "required"`), "response_format_json_schema" (and "…_500", answered with
+500 like llama-cpp-python).
 `server.dropped` counts requests dropped by "close_keepalive".
 
 Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
@@ -112,6 +115,24 @@ FAULTS = (
 )
 
 Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
+
+# `reject_fields` entries that reject one form of a field: (param named in the error, message, HTTP status), and
+# the test
+REJECTIONS: dict[str, tuple[str, str, int]] = {
+    "tool_choice_object": ("tool_choice", "tool_choice: must be string (scripted, like llama-server)", 400),
+    "tool_choice_required": ("tool_choice", "tool_choice: unsupported value 'required' (scripted)", 400),
+    "response_format_json_schema": ("response_format", "response_format: type must be 'json_object' (scripted)",
+                                    400),
+    # llama-cpp-python answers its own request-validation error with a 500
+    "response_format_json_schema_500": ("response_format", "1 validation error: body.response_format.type: Input "
+                                        "should be 'text' or 'json_object' (scripted)", 500),
+}
+REJECTIONS_MATCH: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "tool_choice_object": lambda r: isinstance(r.get("tool_choice"), dict),
+    "tool_choice_required": lambda r: r.get("tool_choice") == "required",
+    "response_format_json_schema": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
+    "response_format_json_schema_500": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
+}
 
 
 @dataclass(frozen=True)
@@ -210,8 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         rejected = owner._rejected_field(request)
         if rejected is not None:
-            self._send_error(400, f"Unsupported param: {rejected} (scripted)", "invalid_request_error",
-                             param=rejected)
+            param, message, status = REJECTIONS.get(rejected, (rejected, f"Unsupported param: {rejected} (scripted)",
+                                                               400))
+            self._send_error(status, message, "invalid_request_error", param=param)
             return
         number, reply = owner._next_reply(request)
         if reply is None:
@@ -397,7 +419,8 @@ class ScriptedLLMServer:
         reject_fields: Iterable[str] = (),
     ) -> None:
         """`script`: replies consumed one per request, or a callable answering each request body;
-        `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools")."""
+        `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools", or one form
+        of a field: see REJECTIONS)."""
         self.model = model
         self.reject_fields = tuple(reject_fields)
         self.dropped = 0
@@ -442,7 +465,11 @@ class ScriptedLLMServer:
     def _rejected_field(self, request: dict[str, Any]) -> str | None:
         """The first `reject_fields` entry this request carries (recorded like any request), else None."""
         for name in self.reject_fields:
-            if request.get(name) and (name != "tools" or request.get("stream")):
+            if name in REJECTIONS:
+                hit = REJECTIONS_MATCH[name](request)
+            else:
+                hit = bool(request.get(name)) and (name != "tools" or bool(request.get("stream")))
+            if hit:
                 with self._lock:
                     self._requests.append(request)
                 return name

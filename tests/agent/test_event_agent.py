@@ -1,0 +1,146 @@
+"""EventAgent's answer form on servers that refuse or ignore a forced named tool_choice (real loopback HTTP)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from toy_runtime.agent.event_agent import EventAgent
+from toy_runtime.agent.llm import ChatClient
+from toy_runtime.events import ResolveContext
+from toy_runtime.fakes.device import MemoryMixer
+from toy_runtime.plugins import device_volume
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+DEFINITION = device_volume.definition(MemoryMixer())
+CONTEXT = ResolveContext(utterance="make it a bit louder", request_time=datetime(2025, 1, 1, 12, tzinfo=timezone.utc),
+                         timezone="UTC")
+ARGUMENTS = {"mode": "relative", "delta": 10}
+
+
+def local_server(*, honours: tuple[str, ...]):
+    """A responder for a server that answers in the forms named in `honours` and in prose otherwise (the way
+    llama-server treats an ignored tool_choice: "auto", and a small model then talks instead of calling)."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        choice, fmt = request.get("tool_choice"), request.get("response_format") or {}
+        form = ("named" if isinstance(choice, dict) else "required" if choice == "required"
+                else fmt.get("type") if fmt else "plain")
+        if form not in honours:
+            return Reply(text="Sure, I will make it louder for you!")
+        if form in ("named", "required"):
+            return Reply(tool_calls=[(DEFINITION.tool_name, json.dumps(ARGUMENTS))])
+        return Reply(text=json.dumps(ARGUMENTS))
+
+    return answer
+
+
+def forms(requests: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for request in requests:
+        choice, fmt = request.get("tool_choice"), request.get("response_format")
+        out.append("named" if isinstance(choice, dict) else choice if choice else fmt["type"] if fmt else "plain")
+    return out
+
+
+async def propose_twice(server: ScriptedLLMServer) -> tuple[EventAgent, list[Any]]:
+    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+    agent = EventAgent(client, model="scripted-model", max_tokens=60)
+    try:
+        answers = [await agent.propose(DEFINITION, None, ("delta",), CONTEXT) for _ in range(2)]
+    finally:
+        await client.aclose()
+    return agent, answers
+
+
+async def test_a_server_that_honours_the_named_form_gets_only_that():
+    with ScriptedLLMServer(local_server(honours=("named",))) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "named"] and agent.form == "named"
+
+
+async def test_a_rejected_named_object_falls_back_to_required_once(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="toy_runtime.agent.event_agent")
+    with ScriptedLLMServer(local_server(honours=("named", "required")),
+                           reject_fields=("tool_choice_object",)) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS] and all(a.error is None for a in answers)
+    # the first call learns it (400, then "required"); the second asks in the remembered form straight away
+    assert forms(requests) == ["named", "required", "required"] and agent.form == "required"
+    assert requests[1]["tools"][0]["function"]["name"] == DEFINITION.tool_name and len(requests[1]["tools"]) == 1
+    assert sum("'required' form from now on" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_silently_ignored_named_object_falls_back_to_required():
+    # llama-server: the object is logged as "must be string" and replaced by "auto"; the model answers in prose
+    with ScriptedLLMServer(local_server(honours=("required",))) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "required", "required"] and agent.form == "required"
+
+
+async def test_no_tool_choice_form_at_all_ends_in_a_json_schema_answer():
+    with ScriptedLLMServer(local_server(honours=("json_schema",)),
+                           reject_fields=("tool_choice_object", "tool_choice_required")) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "required", "json_schema", "json_schema"] and agent.form == "json_schema"
+    json_request = requests[-1]
+    assert "tools" not in json_request and "tool_choice" not in json_request
+    assert json_request["response_format"]["json_schema"]["schema"] == dict(DEFINITION.schema)
+    assert '"delta"' in json_request["messages"][0]["content"]  # the schema is in the prompt: no tool carries it
+
+
+async def test_json_object_with_schema_is_the_last_form():
+    with ScriptedLLMServer(local_server(honours=("json_object",)),
+                           reject_fields=("tool_choice_object", "response_format_json_schema")) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "required", "json_schema", "json_object", "json_object"]
+    assert requests[-1]["response_format"] == {"type": "json_object", "schema": dict(DEFINITION.schema)}
+
+
+async def test_a_server_that_honours_nothing_ends_in_an_error_not_a_loop():
+    with ScriptedLLMServer(local_server(honours=())) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert all(a.arguments is None and a.error == "no tool call in the EventAgent answer" for a in answers)
+    assert forms(requests) == ["named", "required", "json_schema", "json_object", "json_object"]
+    assert agent.form == "json_object" and agent.total == len(requests)  # every call is counted
+
+
+async def test_an_unrelated_400_is_an_error_not_a_step_down():
+    with ScriptedLLMServer([Reply(fault="http_400")]) as server:
+        agent, answers = await propose_twice(server)
+    assert answers[0].arguments is None and "http_400" in (answers[0].error or "")
+    assert agent.form == "named"
+
+
+async def test_a_call_written_as_text_in_a_tool_form_is_taken_as_the_answer():
+    """llama-cpp-python ignores "required" on the GGUF's own template and the model writes the call as text."""
+    text_call = "```json\n" + json.dumps({"name": DEFINITION.tool_name, "arguments": ARGUMENTS}) + "\n```"
+    with ScriptedLLMServer([Reply(text=text_call)] * 2, reject_fields=("tool_choice_object",)) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
+    assert forms(requests) == ["named", "required", "required"] and agent.form == "required"
+
+
+async def test_a_server_error_naming_response_format_steps_down_too():
+    """llama-cpp-python answers a json_schema response_format with HTTP 500 and a validation error naming it."""
+    with ScriptedLLMServer(local_server(honours=("json_object",)),
+                           reject_fields=("tool_choice_object", "response_format_json_schema_500")) as server:
+        agent, answers = await propose_twice(server)
+        requests = server.requests
+    assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS] and agent.form == "json_object"
+    assert forms(requests) == ["named", "required", "json_schema", "json_object", "json_object"]
