@@ -7,11 +7,11 @@ import json
 import sys
 from typing import TextIO
 
-from .app import build_console, build_runtime
-from .config import Settings
-from .host.envelope import Binding, EventType, HostEvent, message_event
-from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
-from .signals import SessionState, StateSignal
+from .runtime import build_console, build_runtime
+from ..config import Settings
+from ..host.envelope import Binding, EventType, HostEvent, message_event
+from ..session.items import EventOutcome, Speech, TurnEnd, TurnItem
+from ..signals import SessionState, StateSignal
 
 
 def render(item: TurnItem, json_lines: bool) -> str | None:
@@ -71,7 +71,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     try:
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
         if settings.mqtt.url:
-            from .device_link import start_device_link
+            from .firmware import start_device_link
 
             bridge = await start_device_link(runtime)
         runner = runtime.new_turn_runner()
@@ -104,7 +104,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
             """The console binding for `schedule.triggered`: a reminder is printed as speech, not as user text."""
-            from .host.reminders import reminder_line
+            from ..host.reminders import reminder_line
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
@@ -117,7 +117,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                             runner="conversation"))
         router.bind(Binding(binding_id="console-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
                             runner="reminder"))
-        from .host.scheduler import start_scheduler
+        from ..host.scheduler import start_scheduler
 
         _, scheduler_task = start_scheduler(runtime, router.dispatch)
         if not json_lines and stdin.isatty():

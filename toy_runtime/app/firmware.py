@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import StartError
-from .host.envelope import HostEvent, HostEventRouter
-from .host.firmware import ButtonHandler, bind_firmware, dispatch_audited
+from ..errors import StartError
+from ..host.envelope import HostEvent, HostEventRouter
+from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
 
 log = logging.getLogger("toy_runtime.device_link")
 
@@ -74,7 +74,7 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
     from firmware_bridge.client import BridgeAuthError, BridgeClient, BridgeError
     from firmware_bridge.endpoint import BridgeUnreachable
 
-    from .adapters.mqtt_bridge import MqttBridgeAdapter
+    from ..adapters.mqtt_bridge import MqttBridgeAdapter
 
     settings = runtime.settings
     client = BridgeClient(bridge_config(settings))
