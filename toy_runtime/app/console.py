@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TextIO
 
+from .firmware import start_link
 from .runtime import build_console, build_runtime
 from ..config import Settings
 from ..host.envelope import Binding, EventType, HostEvent, message_event
@@ -70,10 +71,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     scheduler_task = None
     try:
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
-        if settings.mqtt.url:
-            from .firmware import start_device_link
-
-            bridge = await start_device_link(runtime)
+        bridge = await start_link(runtime, console)
         runner = runtime.new_turn_runner()
         next_line = lambda: _read_line(stdin)  # noqa: E731
         if console is not None:
@@ -81,7 +79,6 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             inbox: asyncio.Queue[str | None] = asyncio.Queue()
             _feed_lines(stdin, inbox)
             next_line = inbox.get
-            console.watch_link(bridge)
             await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))

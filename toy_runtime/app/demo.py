@@ -83,7 +83,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     from .runtime import build_console, build_runtime
     from ..audio.listener import Listener
     from ..fakes.audio import GatedMicrophone
-    from ..session.voice import VoiceLoop
+    from .firmware import start_link
+    from .voice import close_voice, voice_loop
 
     stream = stream or sys.stdout
     progress = progress or (sys.stderr if json_lines else stream)
@@ -136,21 +137,15 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             print_timeline(record, stream)
         judging.append(asyncio.create_task(judge_turn(record), name=f"demo:judge-turn{record.turn}"))
 
-    loop = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
-                     pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                     new_sink=lambda: WavFileSink(out_dir, prefix="toy-"), signals=runtime.signals, audit=runtime.audit,
-                     idle_timeout_s=settings.session.idle_timeout_s, barge_in=False, on_turn=on_turn)
+    loop = voice_loop(runtime, listener, synthesizer, new_sink=lambda: WavFileSink(out_dir, prefix="toy-"),
+                      barge_in=False, on_turn=on_turn)
     link = None
     try:
         await runtime.warm()  # so the printed timelines do not include importing the LLM SDK
-        if settings.mqtt.url:  # the firmware (or firmware-sim) sees states and volume signals during the demo too
-            from .firmware import start_device_link
-
-            link = await start_device_link(runtime)
+        link = await start_link(runtime, console)  # the firmware (or firmware-sim) sees states and volume too
         if console is not None:
             from ..session.voice import CloseSession
 
-            console.watch_link(link)
             await console.start(end_session=lambda: loop.post(CloseSession(reason="console")))  # URL on stderr
         await loop.run(once=True)
         await asyncio.gather(*judging)
@@ -159,16 +154,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             task.cancel()
         if judging:
             await asyncio.wait(judging)
-        if console is not None:
-            await console.aclose()
-        if link is not None:
-            await link.aclose()
-        await listener.aclose()
-        await mic.aclose()
-        await runtime.aclose()
-        close = getattr(synthesizer, "close", None)
-        if close:
-            close()
+        await close_voice(console=console, link=link, listener=listener, mic=mic, runtime=runtime,
+                          synthesizer=synthesizer)
     turns = len(verdicts)
     verdicts += [Verdict(line, None, "no turn came of it") for line in lines[turns:]]
     if json_lines:

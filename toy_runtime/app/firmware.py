@@ -111,3 +111,12 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
         hint = _HINTS.get(exc.code)
         raise BridgeStartError(f"mqtt: {exc.message}" + (f" ({hint})" if hint else "")) from None
     return link
+
+
+async def start_link(runtime, console=None, *, on_button: ButtonHandler | None = None) -> DeviceLink | None:
+    """The MQTT link when `[mqtt] url` is set, else None; the web console (if any) is told either way. Every
+    command (`run`/`ptt`, `demo`, `chat`) starts the link through here."""
+    link = await start_device_link(runtime, on_button=on_button) if runtime.settings.mqtt.url else None
+    if console is not None:
+        console.watch_link(link)
+    return link

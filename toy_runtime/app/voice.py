@@ -70,7 +70,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     from ..host.reminders import chat_agent_line, reminder_line
     from ..host.scheduler import start_scheduler
     from ..service import ServiceNotifier, install_shutdown_handlers
-    from ..session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+    from ..session.voice import CloseSession, OpenSession, Stop, deliver_host_event
+    from .firmware import start_link
     from .transcript import Transcript, log_turn, transcript_wanted
 
     check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
@@ -133,13 +134,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     if console is not None:
         mic = console.metered(mic)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
-    voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
-                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                      new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
-                      signals=runtime.signals, audit=runtime.audit,
-                      idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
-                      open_on_speech=not push_to_talk,
-                      on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
+    voice = voice_loop(runtime, listener, synthesizer,
+                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
+                       barge_in=settings.session.barge_in, open_on_speech=not push_to_talk,
+                       on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 
@@ -165,12 +163,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             elif action == "long_press":
                 voice.post(CloseSession(reason="button.long_press"))
 
-        if settings.mqtt.url:
-            from .firmware import start_device_link
-
-            link = await start_device_link(runtime, on_button=on_button)
+        link = await start_link(runtime, console, on_button=on_button)
         if console is not None:
-            console.watch_link(link)
             await console.start(end_session=lambda: voice.post(CloseSession(reason="console")), stream=stream)
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
@@ -226,17 +220,37 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             shutdown.remove()
         if view is not None:
             await view.aclose()
-        if console is not None:
-            await console.aclose()
-        await listener.aclose()
-        await mic.aclose()
-        if link is not None:
-            await link.aclose()
-        await runtime.aclose()
-        close = getattr(synthesizer, "close", None)
-        if close:
-            close()
+        await close_voice(console=console, link=link, listener=listener, mic=mic, runtime=runtime,
+                          synthesizer=synthesizer)
         notifier.close()
+
+
+def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open_on_speech: bool = True,
+               on_item=None, on_turn=None):
+    """The VoiceLoop over a runtime and a listener: the one assembly `run`, `ptt` and `demo` share (they differ in
+    the sink, barge-in, what opens a session, and what watches the turns)."""
+    from ..session.voice import VoiceLoop
+
+    return VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
+                     pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
+                     new_sink=new_sink, signals=runtime.signals, audit=runtime.audit,
+                     idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
+                     open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn)
+
+
+async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:
+    """The one teardown of a voice application, outermost first: the web console, the audio path, the MQTT link
+    (after the last state was published), the runtime (acknowledged events finish), then the voice."""
+    if console is not None:
+        await console.aclose()
+    await listener.aclose()
+    await mic.aclose()
+    if link is not None:
+        await link.aclose()
+    await runtime.aclose()
+    close = getattr(synthesizer, "close", None)
+    if close:
+        close()
 
 
 async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, notifier, marks, mode: str) -> None:

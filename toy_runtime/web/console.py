@@ -18,7 +18,7 @@ from typing import Callable, TextIO
 
 from ..config import Settings
 from ..errors import StartError
-from .address import is_loopback, parse_listen
+from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides
 from .hub import ConsoleHub
 from .tap import AuditTap, MeteredSource, SpeechTap, cancel_quietly, pump_signals
