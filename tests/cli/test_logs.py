@@ -1,4 +1,4 @@
-"""logs.py: journald priority prefixes, line by line (journald files each line of a stream on its own)."""
+"""service/logs.py: journald priority prefixes, line by line (journald files each line of a stream on its own)."""
 
 from __future__ import annotations
 

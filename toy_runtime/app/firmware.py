@@ -16,7 +16,7 @@ from ..errors import StartError
 from ..host.envelope import HostEvent, HostEventRouter
 from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
 
-log = logging.getLogger("toy_runtime.device_link")
+log = logging.getLogger("toy_runtime.app.firmware")
 
 # Which setting fixes a permanent bridge failure (firmware_bridge names the cause, not our config keys).
 _HINTS = {
