@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toy_runtime.cli import main as cli_main
+from toy_runtime.cli import commands as cli_main
 
 
 def test_a_command_whose_module_fails_to_import_is_one_line_naming_it(monkeypatch, capsys):
@@ -29,7 +29,7 @@ def test_running_one_command_imports_only_its_module():
     import subprocess
     import sys
 
-    code = ("import sys; from toy_runtime.cli.main import build_parser; build_parser('chat'); "
+    code = ("import sys; from toy_runtime.cli.commands import build_parser; build_parser('chat'); "
             "print(sorted(m for m in sys.modules if m.startswith('toy_runtime.cli.') or m == 'toy_runtime.doctor'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "toy_runtime.cli.turns" in out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toy_runtime.cli.main import main
+from toy_runtime.cli import main
 from toy_runtime.doctor import CHECKS, diagnose, run_doctor
 from toy_runtime.doctor.host import check_state_dir
 from toy_runtime.testing.broker import free_port
