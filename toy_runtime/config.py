@@ -257,7 +257,7 @@ class WebConfig(Section):
     @classmethod
     def _host_port(cls, value: str | None) -> str | None:
         if value is not None:
-            from .web.address import parse_listen
+            from .config_values import parse_listen
 
             parse_listen(value)  # ValueError says what is wrong
         return value
@@ -267,7 +267,7 @@ class WebConfig(Section):
     def _token_off_loopback(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         listen = info.data.get("listen")
         if value is None and listen is not None:
-            from .web.address import is_loopback, parse_listen
+            from .config_values import is_loopback, parse_listen
 
             if not is_loopback(parse_listen(listen)[0]):
                 raise ValueError(f"required to serve the console on {listen}, which is not a loopback address "

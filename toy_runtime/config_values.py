@@ -1,10 +1,12 @@
-"""Value rules shared by the settings sections: text from the environment read as the choice it names, and URLs.
+"""Value rules shared by the settings sections: text from the environment read as the choice it names, URLs, and
+`HOST:PORT` listen addresses (whether a host is loopback: then the web console needs no token).
 
 Kept out of config.py so the settings tree stays a list of fields; config.py wraps these in its validators.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Literal, get_args, get_origin
 
 
@@ -45,3 +47,31 @@ def check_url(value: str | None, schemes: tuple[str, ...], example: str) -> str 
     if port == 0:
         raise ValueError(f"the port must be a number from 1 to 65535 (e.g. {example})")
     return value
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`127.0.0.1:8088`, `localhost:8088` or `[::1]:8088` → (host, port); ValueError with the reason."""
+    host, sep, port_text = value.strip().rpartition(":")
+    if not sep or not host:
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8088")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError("write an IPv6 address in brackets, e.g. [::1]:8088")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range (0-65535)")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and addresses in 127.0.0.0/8 or ::1; a name other than localhost is not trusted to be."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

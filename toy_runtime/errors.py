@@ -3,3 +3,7 @@
 
 class StartError(Exception):
     """Something the command needs could not be started (e.g. the MQTT bridge refused our credentials)."""
+
+
+class CliError(Exception):
+    """A user-facing error in what the command was asked (a bad flag value, an unknown id): one line, exit code 2."""

@@ -7,8 +7,8 @@ import io
 import json
 
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.demo import run_demo, summary
-from toy_runtime.demo_script import (DEFAULT_SCRIPT, Answered, Handled, Line, SessionEnds, Verdict, VolumeSet,
+from toy_runtime.app.demo import run_demo, summary
+from toy_runtime.app.demo_script import (DEFAULT_SCRIPT, Answered, Handled, Line, SessionEnds, Verdict, VolumeSet,
                                      VolumeUp, as_lines, judge)
 from toy_runtime.ports.device import MixerState
 from toy_runtime.session.voice import VoiceTurnRecord

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toy_runtime.ptt_keys import ENTER, SPACE, HoldToTalk
+from toy_runtime.app.ptt_keys import ENTER, SPACE, HoldToTalk
 
 
 def repeats(machine: HoldToTalk, start: float, until: float, every: float = 0.033) -> list:

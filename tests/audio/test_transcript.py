@@ -23,7 +23,7 @@ from toy_runtime.session.voice import VoiceTurnRecord
 from toy_runtime.signals import SessionState, SignalBus, StateSignal
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records, wait_for
-from toy_runtime.transcript import Transcript, transcript_wanted
+from toy_runtime.app.transcript import Transcript, transcript_wanted
 from toy_runtime.testing.services import child_env
 
 QUESTION = "what is the weather today"

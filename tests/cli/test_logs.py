@@ -1,4 +1,4 @@
-"""logs.py: journald priority prefixes, line by line (journald files each line of a stream on its own)."""
+"""service/logs.py: journald priority prefixes, line by line (journald files each line of a stream on its own)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 import logging
 import os
 
-from toy_runtime.logs import JournalFormatter, journal_stream, priority, user_error_line
+from toy_runtime.service.logs import JournalFormatter, journal_stream, priority, user_error_line
 
 
 def test_levels_map_to_sd_daemon_priorities():

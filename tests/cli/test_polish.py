@@ -68,7 +68,7 @@ def test_demo_json_prints_only_json_on_stdout(tmp_path):
 
 
 def _commands() -> list[tuple[str, ...]]:
-    from toy_runtime.cli import build_parser
+    from toy_runtime.cli.commands import build_parser
 
     commands = []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toy_runtime.app import build_runtime
+from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.calendar import MemoryCalendarStore

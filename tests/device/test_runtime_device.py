@@ -11,9 +11,9 @@ import time
 
 from firmware_bridge import BridgeConfig
 from firmware_bridge.firmware import FirmwareClient
-from toy_runtime.app import build_runtime
+from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.device_link import start_device_link
+from toy_runtime.app.firmware import start_device_link
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
 from toy_runtime.fakes.calendar import MemoryCalendarStore

@@ -8,7 +8,7 @@ import asyncio
 import time
 
 
-from toy_runtime.app import build_runtime
+from toy_runtime.app.runtime import build_runtime
 from toy_runtime.audio.listener import SpeechStart, Utterance
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.events import MemoryAudit

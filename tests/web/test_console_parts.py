@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from toy_runtime.app import build_runtime
+from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from toy_runtime.audio.resample import trim_leading_silence
-from toy_runtime.heap import heap_trimmer
+from toy_runtime.service.heap import heap_trimmer
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["PiperSynthesizer", "default_voice_paths"]

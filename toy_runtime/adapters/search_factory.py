@@ -1,6 +1,6 @@
 """Builds a real search adapter by kind; the one place that maps a provider name to a search adapter class.
 
-Fakes never come from here: only the composition root (toy_runtime.app) may choose the in-memory StaticSearch.
+Fakes never come from here: only the composition root (toy_runtime.app.runtime) may choose the in-memory StaticSearch.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 from ..agent.chat_agent import speakable_rules
 from ..agent.llm import CallStats, LLMFault, ToolCallDeltas
-from ..app import build_runtime
+from ..app.runtime import build_runtime
 from ..config import Settings, load_settings, with_updates
 from ..events import EventResult, MemoryAudit, schema_errors
 from ..fakes.calendar import MemoryCalendarStore

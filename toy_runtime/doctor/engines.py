@@ -20,7 +20,7 @@ def _decode_silence(recognizer: Any, rate_hz: int) -> str:
 
 async def check_asr(settings: Settings) -> Verdict:
     """Load the configured ASR model (a worker thread) and decode half a second of silence."""
-    from ..app import build_recognizer
+    from ..app.engines import build_recognizer
     from ..ports.speech import SpeechEngineError
 
     asr = settings.asr
@@ -43,7 +43,7 @@ async def check_asr(settings: Settings) -> Verdict:
 
 async def check_tts(settings: Settings) -> Verdict:
     """Load the configured voice (a worker thread) and synthesize one short word."""
-    from ..app import build_synthesizer
+    from ..app.engines import build_synthesizer
     from ..ports.speech import SpeechEngineError
 
     what = f"piper {settings.tts.voice_path}" if settings.tts.voice_path else "piper, bundled en_US joe voice"

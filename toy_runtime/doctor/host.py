@@ -99,7 +99,7 @@ def _audio_failure(exc: Exception, kind: str, device: Any) -> Verdict:
 
 async def check_audio_input(settings: Settings) -> Verdict:
     """Open the configured mic as `run` does, wait for the first frame, close it."""
-    from ..app import build_microphone
+    from ..app.engines import build_microphone
     from ..ports.audio import AudioDeviceError
 
     source = build_microphone(settings)
@@ -123,7 +123,7 @@ async def check_audio_input(settings: Settings) -> Verdict:
 
 async def check_audio_output(settings: Settings) -> Verdict:
     """Open the configured speaker as `run` does and play 100 ms of silence through it."""
-    from ..app import build_speaker
+    from ..app.engines import build_speaker
     from ..ports.audio import AudioDeviceError
 
     sink = build_speaker(settings)

@@ -34,18 +34,10 @@ def probe_agent(settings: Settings, client: Any) -> Any:
     """The ChatAgent a turn would use, over a registry on in-memory ports (the probe runs no event), with the
     search event advertised exactly when the configuration enables search."""
     from ..agent.chat_agent import ChatAgent, Sampling
+    from ..app.runtime import offline_registry
     from ..events.audit import NullAudit
-    from ..fakes.calendar import MemoryCalendarStore
-    from ..fakes.device import MemoryMixer
-    from ..fakes.search import StaticSearch
-    from ..plugins import PluginPorts, default_registry
-    from ..session.boundary import SessionBoundary
 
-    searching = bool(settings.search.url) or settings.search.provider == "static"
-    ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
-                        search=StaticSearch() if searching else None, volume_step=settings.volume.step,
-                        search_results=settings.search.max_results)
-    registry = default_registry(ports).subset(settings.events.enabled)
+    registry = offline_registry(settings, as_configured=True)
     llm = settings.llm
     return ChatAgent(client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,
                      persona=settings.agent.persona, sampling=Sampling(llm.temperature, llm.top_p, PROBE_MAX_TOKENS),

@@ -91,7 +91,7 @@ async def diagnose(settings: Settings | None = None, *, config: str | os.PathLik
     if settings is None:
         try:
             settings = load_settings(config)
-            from ..preflight import check_settings
+            from ..app.preflight import check_settings
 
             check_settings(settings)  # files, folders and event names; on failure the other checks still run
             config_result = ok(_config_summary(settings, config))
@@ -164,7 +164,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `toy-runtime doctor` to the CLI's subparsers."""
-    from ..cli import _add_config
+    from ..cli.common import add_config as _add_config
 
     p = subparsers.add_parser(
         "doctor", help="check config, audio devices, models, mixer, broker, LLM and disk; explain fixes",

@@ -1,6 +1,6 @@
 """In-memory fakes of the audio and speech ports, for tests of the session and the listener.
 
-ListSource (mic), MemorySink (speaker), ScriptedVAD (energy threshold), ScriptedASR (scripted transcripts),
+ListSource (mic), GatedMicrophone (a mic that waits for each answer: the demo), MemorySink (speaker), ScriptedVAD (energy threshold), ScriptedASR (scripted transcripts),
 SilentTTS / ToneTTS (deterministic PCM). No vendor libraries, no devices, no threads.
 """
 
@@ -18,7 +18,7 @@ from toy_runtime.audio.pcm_io import PcmSource, RecordingSink
 from toy_runtime.ports.audio import AudioFrame
 from toy_runtime.ports.speech import SynthesizedAudio
 
-__all__ = ["ListSource", "MemorySink", "ScriptedVAD", "ScriptedASR", "SilentTTS", "ToneTTS", "tone", "silence"]
+__all__ = ["GatedMicrophone", "ListSource", "MemorySink", "ScriptedVAD", "ScriptedASR", "SilentTTS", "ToneTTS", "tone", "silence"]
 
 
 def silence(ms: float, sample_rate_hz: int = 16000) -> bytes:
@@ -170,3 +170,57 @@ class ToneTTS(_FakeTTS):
 
     def _pcm(self, sentence: str) -> bytes:
         return tone(len(sentence) * self.ms_per_char, self.sample_rate_hz)
+
+
+class GatedMicrophone:
+    """A file-backed AudioSource that plays one utterance, then waits until the runtime answered it.
+
+    Like a child who waits for the toy to finish before speaking again; the audio still goes through the real
+    frame → VAD → endpointer → ASR path.
+    """
+
+    def __init__(self, utterances: Sequence[bytes], *, sample_rate_hz: int = 16000, frame_ms: int = 20,
+                 lead_silence_ms: int = 300, tail_silence_ms: int = 900) -> None:
+        self.sample_rate_hz = sample_rate_hz
+        self.frame_ms = frame_ms
+        self._utterances = list(utterances)
+        self._lead = lead_silence_ms
+        self._tail = tail_silence_ms
+        self._gate = asyncio.Event()
+        self._gate.set()
+        self._closed = False
+
+    @property
+    def overflows(self) -> int:
+        return 0
+
+    def next_turn(self) -> None:
+        """Let the next utterance play."""
+        self._gate.set()
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._gate.set()
+
+    def __aiter__(self) -> AsyncIterator:
+        return self._frames()
+
+    async def _frames(self):
+        for pcm in self._utterances:
+            await self._gate.wait()
+            if self._closed:
+                return
+            self._gate.clear()
+            source = ListSource(pcm, self.sample_rate_hz, sample_rate_hz=self.sample_rate_hz, frame_ms=self.frame_ms,
+                                lead_silence_ms=self._lead, tail_silence_ms=self._tail, realtime=True)
+            await source.start()
+            async for frame in source:
+                yield frame
+            await source.aclose()
+        await self._gate.wait()  # let the last answer finish before the source ends

@@ -2,7 +2,7 @@
 to the runtime (speech observer, next-turn overrides), started once the command knows how to end its session,
 closed in the command's `finally`.
 
-    console = build_console(settings, "chat")                  # app.py; None when `[web] listen` is unset
+    console = build_console(settings, "chat")                  # app/runtime.py; None when `[web] listen` is unset
     runtime = build_runtime(settings, audit_tap=console and console.audit_tap)
     console.attach(runtime)
     await console.start(end_session=..., send_message=...)
@@ -18,7 +18,7 @@ from typing import Callable, TextIO
 
 from ..config import Settings
 from ..errors import StartError
-from .address import is_loopback, parse_listen
+from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides
 from .hub import ConsoleHub
 from .tap import AuditTap, MeteredSource, SpeechTap, cancel_quietly, pump_signals

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .config import ConfigError, Settings
+from ..config import ConfigError, Settings
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -101,8 +101,8 @@ def check_event_names(settings: Settings) -> None:
     default_remote = type(settings.mqtt).model_fields["remote_capabilities"].default
     if settings.events.enabled is None and settings.mqtt.remote_capabilities == default_remote:
         return  # the defaults are registered names; loading the plugins here would only delay `run`'s start
-    from .config_names import suggest
-    from .plugins import PluginPorts, default_registry
+    from ..config_names import suggest
+    from ..plugins import PluginPorts, default_registry
 
     # no ports at all: only the names are read, no handler ever runs
     known = default_registry(PluginPorts(session=None, mixer=None, calendar=None, search=None)).names
@@ -140,9 +140,9 @@ def check_output_dir(path: Path, key: str) -> None:
 
 def check_audio_devices(settings: Settings) -> None:
     """The configured mic and speaker exist now (StartError naming the key and pointing to `devices`)."""
-    from .adapters.sounddevice_base import import_sounddevice, resolve_device
-    from .errors import StartError
-    from .ports.audio import AudioDeviceError
+    from ..adapters.sounddevice_base import import_sounddevice, resolve_device
+    from ..errors import StartError
+    from ..ports.audio import AudioDeviceError
 
     try:
         sd = import_sounddevice()

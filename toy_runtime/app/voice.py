@@ -1,5 +1,5 @@
-"""`toy-runtime run` (always-listening voice loop on the configured devices) and `toy-runtime ptt` (laptop
-push-to-talk: Enter opens a session and the mic, Enter again closes it).
+"""The voice application behind `toy-runtime run` (always-listening voice loop on the configured devices) and
+`toy-runtime ptt` (laptop push-to-talk: Enter opens a session and the mic, Enter again closes it).
 
 Start-up: the watchdog starts first; the recognizer loads off the loop (with a progress display) while the runtime
 is wired; the microphone opens, and systemd hears READY: the toy is listening. The voice, the JSON-Schema checks and
@@ -10,7 +10,6 @@ and exits 0.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import contextlib
@@ -18,8 +17,8 @@ import logging
 import sys
 import time
 
-from .config import Settings
-from .errors import StartError
+from ..config import Settings
+from ..errors import StartError
 
 log = logging.getLogger("toy_runtime.run")
 
@@ -40,7 +39,7 @@ class _Steps:
 
 def _progress(stream):
     try:
-        from .metrics.progress import LoadingProgress
+        from ..metrics.progress import LoadingProgress
 
         return LoadingProgress(stream)
     except ImportError:
@@ -56,21 +55,23 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     opens them. `transcript`: show the live transcript on stdout (None: when stdout is a terminal outside systemd).
     """
     push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
-    from .startup import process_marks
+    from ..service.startup import process_marks
 
     marks = process_marks()
     marks.mark("settings")
-    from .app import (build_console, build_microphone, build_recognizer, build_runtime, build_speaker,
-                      build_synthesizer, build_vad, check_voice_files, endpointer_config)
-    from .audio.listener import Listener
-    from .audio.loading_voice import LoadingSynthesizer
-    from .audio.recovery import ReopeningSink, ReopeningSource
-    from .host.envelope import Binding, EventType, HostEvent
-    from .ports.speech import SpeechEngineError
-    from .host.reminders import chat_agent_line, reminder_line
-    from .host.scheduler import start_scheduler
-    from .service import ServiceNotifier, install_shutdown_handlers
-    from .session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+    from .engines import (build_microphone, build_recognizer, build_speaker, build_synthesizer, build_vad,
+                          check_voice_files, endpointer_config)
+    from .runtime import build_console, build_runtime
+    from ..audio.listener import Listener
+    from ..audio.loading_voice import LoadingSynthesizer
+    from ..audio.recovery import ReopeningSink, ReopeningSource
+    from ..host.envelope import Binding, EventType, HostEvent
+    from ..ports.speech import SpeechEngineError
+    from ..host.reminders import chat_agent_line, reminder_line
+    from ..host.scheduler import start_scheduler
+    from ..service import ServiceNotifier, install_shutdown_handlers
+    from ..session.voice import CloseSession, OpenSession, Stop, deliver_host_event
+    from .firmware import start_link
     from .transcript import Transcript, log_turn, transcript_wanted
 
     check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
@@ -133,13 +134,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     if console is not None:
         mic = console.metered(mic)
     listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
-    voice = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
-                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                      new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
-                      signals=runtime.signals, audit=runtime.audit,
-                      idle_timeout_s=settings.session.idle_timeout_s, barge_in=settings.session.barge_in,
-                      open_on_speech=not push_to_talk,
-                      on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
+    voice = voice_loop(runtime, listener, synthesizer,
+                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
+                       barge_in=settings.session.barge_in, open_on_speech=not push_to_talk,
+                       on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 
@@ -165,12 +163,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             elif action == "long_press":
                 voice.post(CloseSession(reason="button.long_press"))
 
-        if settings.mqtt.url:
-            from .device_link import start_device_link
-
-            link = await start_device_link(runtime, on_button=on_button)
+        link = await start_link(runtime, console, on_button=on_button)
         if console is not None:
-            console.watch_link(link)
             await console.start(end_session=lambda: voice.post(CloseSession(reason="console")), stream=stream)
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
@@ -226,23 +220,43 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             shutdown.remove()
         if view is not None:
             await view.aclose()
-        if console is not None:
-            await console.aclose()
-        await listener.aclose()
-        await mic.aclose()
-        if link is not None:
-            await link.aclose()
-        await runtime.aclose()
-        close = getattr(synthesizer, "close", None)
-        if close:
-            close()
+        await close_voice(console=console, link=link, listener=listener, mic=mic, runtime=runtime,
+                          synthesizer=synthesizer)
         notifier.close()
+
+
+def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open_on_speech: bool = True,
+               on_item=None, on_turn=None):
+    """The VoiceLoop over a runtime and a listener: the one assembly `run`, `ptt` and `demo` share (they differ in
+    the sink, barge-in, what opens a session, and what watches the turns)."""
+    from ..session.voice import VoiceLoop
+
+    return VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
+                     pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
+                     new_sink=new_sink, signals=runtime.signals, audit=runtime.audit,
+                     idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
+                     open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn)
+
+
+async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:
+    """The one teardown of a voice application, outermost first: the web console, the audio path, the MQTT link
+    (after the last state was published), the runtime (acknowledged events finish), then the voice."""
+    if console is not None:
+        await console.aclose()
+    await listener.aclose()
+    await mic.aclose()
+    if link is not None:
+        await link.aclose()
+    await runtime.aclose()
+    close = getattr(synthesizer, "close", None)
+    if close:
+        close()
 
 
 async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, notifier, marks, mode: str) -> None:
     """After READY: the voice first (an answer may be waiting for it), then the schema checks and the LLM SDK, then
     the buffers freed by loading go back to the OS (~30 MB). Records `runtime.warm` with the start-up marks."""
-    from .heap import trim_heap
+    from ..service.heap import trim_heap
 
     try:
         engine = await load_voice()
@@ -263,7 +277,7 @@ async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, not
 async def _open_mic(mic, *, listening: bool) -> None:
     """Open the microphone before READY (push-to-talk too: a missing device is a start error, not a silent hang
     at the first Enter); it keeps capturing only when `listening`."""
-    from .ports.audio import AudioDeviceError
+    from ..ports.audio import AudioDeviceError
 
     try:
         await mic.start()
@@ -276,9 +290,9 @@ async def _open_mic(mic, *, listening: bool) -> None:
 
 async def _push_to_talk(voice, mic, notice) -> None:
     """Keyboard push-to-talk (see ptt_keys): each start opens a session and the mic; end of input stops the loop."""
-    from .ports.audio import AudioDeviceError
+    from ..ports.audio import AudioDeviceError
     from .ptt_keys import drive_push_to_talk, key_presses, keys_are_live
-    from .session.voice import CloseSession, OpenSession, Stop
+    from ..session.voice import CloseSession, OpenSession, Stop
 
     release = "release space or press Enter to stop" if keys_are_live(sys.stdin) else "Enter to stop"
 
@@ -303,39 +317,12 @@ async def _push_to_talk(voice, mic, notice) -> None:
         voice.post(Stop())
 
 
-def _configure_logging(settings: Settings) -> None:
-    from .logs import configure_logging
-
-    configure_logging(settings.log_level)  # journald priorities under systemd (logs.py)
-
-
-def register(sub) -> None:
-    """Add `run` and `ptt`."""
-    from .cli import _add_turn_flags, _settings_for
-
+def serve(settings: Settings, *, keyboard: bool = False, once: bool = False, transcript: bool | None = None) -> int:
+    """`run` / `ptt`: check the audio devices (a wrong name is one line and exit 2, before anything starts), log at
+    `log_level` (journald priorities under systemd), then run the voice loop. Returns the exit code."""
+    from ..service.logs import configure_logging
     from .preflight import check_audio_devices
 
-    def cmd_run(args: argparse.Namespace) -> int:
-        settings = _settings_for(args)
-        check_audio_devices(settings)  # a wrong device name is one line and exit 2, before anything starts
-        _configure_logging(settings)
-        return asyncio.run(run_voice(settings, once=args.once, transcript=args.transcript))
-
-    def cmd_ptt(args: argparse.Namespace) -> int:
-        settings = _settings_for(args)
-        check_audio_devices(settings)
-        _configure_logging(settings)
-        return asyncio.run(run_voice(settings, keyboard=True, transcript=args.transcript))
-
-    transcript_help = ("live transcript on stdout: states, what was heard and said, events, latency "
-                       "(default: on a terminal, off under systemd)")
-
-    p = sub.add_parser("run", help="always-listening voice loop on the configured audio devices")
-    _add_turn_flags(p)
-    p.add_argument("--once", action="store_true", help="exit after the first audio session closes")
-    p.add_argument("--transcript", action=argparse.BooleanOptionalAction, default=None, help=transcript_help)
-    p.set_defaults(func=cmd_run)
-    p = sub.add_parser("ptt", help="push-to-talk on a laptop: hold space (or Enter to start and stop) to talk")
-    _add_turn_flags(p)
-    p.add_argument("--transcript", action=argparse.BooleanOptionalAction, default=None, help=transcript_help)
-    p.set_defaults(func=cmd_ptt)
+    check_audio_devices(settings)
+    configure_logging(settings.log_level)
+    return asyncio.run(run_voice(settings, keyboard=keyboard, once=once, transcript=transcript))

@@ -12,11 +12,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import StartError
-from .host.envelope import HostEvent, HostEventRouter
-from .host.firmware import ButtonHandler, bind_firmware, dispatch_audited
+from ..errors import StartError
+from ..host.envelope import HostEvent, HostEventRouter
+from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
 
-log = logging.getLogger("toy_runtime.device_link")
+log = logging.getLogger("toy_runtime.app.firmware")
 
 # Which setting fixes a permanent bridge failure (firmware_bridge names the cause, not our config keys).
 _HINTS = {
@@ -74,7 +74,7 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
     from firmware_bridge.client import BridgeAuthError, BridgeClient, BridgeError
     from firmware_bridge.endpoint import BridgeUnreachable
 
-    from .adapters.mqtt_bridge import MqttBridgeAdapter
+    from ..adapters.mqtt_bridge import MqttBridgeAdapter
 
     settings = runtime.settings
     client = BridgeClient(bridge_config(settings))
@@ -110,4 +110,13 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
         await link.aclose()
         hint = _HINTS.get(exc.code)
         raise BridgeStartError(f"mqtt: {exc.message}" + (f" ({hint})" if hint else "")) from None
+    return link
+
+
+async def start_link(runtime, console=None, *, on_button: ButtonHandler | None = None) -> DeviceLink | None:
+    """The MQTT link when `[mqtt] url` is set, else None; the web console (if any) is told either way. Every
+    command (`run`/`ptt`, `demo`, `chat`) starts the link through here."""
+    link = await start_device_link(runtime, on_button=on_button) if runtime.settings.mqtt.url else None
+    if console is not None:
+        console.watch_link(link)
     return link

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from .ports.device import MixerState
+from ..ports.device import MixerState
 
 __all__ = ["Line", "Verdict", "Answered", "VolumeSet", "VolumeUp", "SessionEnds", "Handled", "DEFAULT_SCRIPT",
            "as_lines", "judge"]

@@ -7,11 +7,12 @@ import json
 import sys
 from typing import TextIO
 
-from .app import build_console, build_runtime
-from .config import Settings
-from .host.envelope import Binding, EventType, HostEvent, message_event
-from .session.items import EventOutcome, Speech, TurnEnd, TurnItem
-from .signals import SessionState, StateSignal
+from .firmware import start_link
+from .runtime import build_console, build_runtime
+from ..config import Settings
+from ..host.envelope import Binding, EventType, HostEvent, message_event
+from ..session.items import EventOutcome, Speech, TurnEnd, TurnItem
+from ..signals import SessionState, StateSignal
 
 
 def render(item: TurnItem, json_lines: bool) -> str | None:
@@ -70,10 +71,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
     scheduler_task = None
     try:
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
-        if settings.mqtt.url:
-            from .device_link import start_device_link
-
-            bridge = await start_device_link(runtime)
+        bridge = await start_link(runtime, console)
         runner = runtime.new_turn_runner()
         next_line = lambda: _read_line(stdin)  # noqa: E731
         if console is not None:
@@ -81,7 +79,6 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             inbox: asyncio.Queue[str | None] = asyncio.Queue()
             _feed_lines(stdin, inbox)
             next_line = inbox.get
-            console.watch_link(bridge)
             await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))
@@ -104,7 +101,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
             """The console binding for `schedule.triggered`: a reminder is printed as speech, not as user text."""
-            from .host.reminders import reminder_line
+            from ..host.reminders import reminder_line
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
@@ -117,7 +114,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                             runner="conversation"))
         router.bind(Binding(binding_id="console-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
                             runner="reminder"))
-        from .host.scheduler import start_scheduler
+        from ..host.scheduler import start_scheduler
 
         _, scheduler_task = start_scheduler(runtime, router.dispatch)
         if not json_lines and stdin.isatty():

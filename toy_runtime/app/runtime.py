@@ -5,26 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import Settings
-from .events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit, TeeAudit
-from .host.envelope import HostEventRouter
-from .ports.calendar import Calendar
-from .ports.clock import Clock, SystemClock
-from .ports.device import Mixer
-from .ports.search import SearchProvider
-from .session.boundary import SessionBoundary
-from .session.conversation import Conversation
-from .session.turn import TurnRunner
-from .signals import SignalBus
+from ..config import Settings
+from ..events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit, TeeAudit
+from ..host.envelope import HostEventRouter
+from ..ports.calendar import Calendar
+from ..ports.clock import Clock, SystemClock
+from ..ports.device import Mixer
+from ..ports.search import SearchProvider
+from ..session.boundary import SessionBoundary
+from ..session.conversation import Conversation
+from ..session.turn import TurnRunner
+from ..signals import SignalBus
 
 
 def build_mixer(settings: Settings) -> Mixer:
     """The configured mixer adapter."""
     if settings.volume.backend == "alsa":
-        from .adapters.alsa_mixer import AlsaMixer
+        from ..adapters.alsa_mixer import AlsaMixer
 
         return AlsaMixer(device=settings.volume.device, control=settings.volume.control)
-    from .fakes.device import MemoryMixer
+    from ..fakes.device import MemoryMixer
 
     return MemoryMixer(level=settings.volume.initial_level)
 
@@ -36,11 +36,11 @@ def build_search(settings: Settings) -> SearchProvider | None:
     results; it is chosen here, in the composition root, and nowhere else.
     """
     if settings.search.url:
-        from .adapters.search_factory import make_search_provider
+        from ..adapters.search_factory import make_search_provider
 
         return make_search_provider("searxng", base_url=settings.search.url, timeout_s=settings.search.timeout_s)
     if settings.search.provider == "static":
-        from .fakes.search import StaticSearch
+        from ..fakes.search import StaticSearch
 
         return StaticSearch()
     if settings.search.provider == "searxng":
@@ -50,7 +50,7 @@ def build_search(settings: Settings) -> SearchProvider | None:
 
 def build_calendar(settings: Settings, clock: Clock) -> Calendar:
     """The SQLite store at `[calendar] path` (shared by chat, run and schedules)."""
-    from .adapters.sqlite_calendar import SqliteCalendarStore
+    from ..adapters.sqlite_calendar import SqliteCalendarStore
 
     return SqliteCalendarStore(settings.calendar_path, clock=clock)
 
@@ -115,7 +115,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
     search event: the model is not told it can search, and a search request still gets an honest line.
     """
-    from .plugins import PluginPorts, default_registry
+    from ..plugins import PluginPorts, default_registry
 
     clock = clock or SystemClock()
     closers: list = []
@@ -135,7 +135,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     if calendar is None:
         calendar = build_calendar(settings, clock)
         closers.append(getattr(calendar, "aclose", lambda: None))
-    from .host.scheduler import ObservedCalendar
+    from ..host.scheduler import ObservedCalendar
 
     calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
@@ -144,9 +144,9 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
 
     chat_client = chat_agent = event_agent = None
     if settings.llm_online:
-        from .agent.chat_agent import ChatAgent, Sampling
-        from .agent.event_agent import EventAgent
-        from .agent.llm import ChatClient
+        from ..agent.chat_agent import ChatAgent, Sampling
+        from ..agent.event_agent import EventAgent
+        from ..agent.llm import ChatClient
 
         llm = settings.llm
         chat_client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
@@ -172,75 +172,23 @@ def build_console(settings: Settings, command: str):
     """The live debug console when `[web] listen` is set (`--web`), else None: nothing of it is imported then."""
     if not settings.web.listen:
         return None
-    from .web.console import WebConsole
+    from ..web.console import WebConsole
 
     return WebConsole(settings, command)
 
 
-# -- the voice loop's engines and devices ---------------------------------------------------------------
+def offline_registry(settings: Settings, *, as_configured: bool = False) -> EventRegistry:
+    """The event registry over in-memory ports: for inspecting and resolving (`toy-runtime events`) and for the
+    doctor's probe, never for side effects. `as_configured`: the enabled events only, with web search advertised
+    exactly when the configuration enables a provider (what a real turn's model would be offered)."""
+    from ..fakes.calendar import MemoryCalendarStore
+    from ..fakes.device import MemoryMixer
+    from ..fakes.search import StaticSearch
+    from ..plugins import PluginPorts, default_registry
 
-
-def build_vad(settings: Settings):
-    """The WebRTC VAD at the configured aggressiveness."""
-    from .adapters.webrtc_vad import WebRtcVad
-
-    return WebRtcVad(settings.vad.aggressiveness)
-
-
-def endpointer_config(settings: Settings):
-    """Endpointing durations from `[vad]`."""
-    from .audio.endpointer import EndpointerConfig
-
-    v = settings.vad
-    return EndpointerConfig(preroll_ms=v.preroll_ms, start_ms=v.start_ms, hangover_ms=v.hangover_ms,
-                            min_utterance_ms=v.min_utterance_ms, max_utterance_ms=v.max_utterance_ms,
-                            no_speech_timeout_ms=v.no_speech_timeout_ms, level_end=v.end_by_level)
-
-
-def build_recognizer(settings: Settings):
-    """The configured ASR engine (blocking: call from a worker thread)."""
-    if settings.asr.engine == "vosk":
-        from .adapters.vosk_asr import VoskRecognizer
-
-        if settings.asr.model_path is None:
-            raise ValueError("asr.model_path: the vosk engine needs a model directory")
-        return VoskRecognizer.shared(settings.asr.model_path, grammar=list(settings.asr.grammar or []) or None)
-    from .adapters.pocketsphinx_asr import PocketsphinxRecognizer
-
-    return PocketsphinxRecognizer(dictionary_cache=settings.cache_dir)
-
-
-def check_voice_files(settings: Settings) -> None:
-    """ConfigError when a configured voice or voice config file is missing (cheap: loading comes later)."""
-    from .preflight import check_voice_files as check
-
-    check(settings)
-
-
-def build_synthesizer(settings: Settings):
-    """Piper with the configured voice, or the bundled en_US joe voice (blocking: call from a worker thread)."""
-    from .adapters.piper_tts import PiperSynthesizer
-
-    length_scale = settings.tts.length_scale if settings.tts.length_scale != 1.0 else None
-    synthesizer = PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
-                                   deterministic=settings.tts.deterministic,
-                                   threads=settings.tts.threads or None)
-    synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
-    return synthesizer
-
-
-def build_microphone(settings: Settings):
-    """The sounddevice capture stream on `[audio] input_device`."""
-    from .adapters.sounddevice_io import SoundDeviceSource
-
-    a = settings.audio
-    return SoundDeviceSource(device=a.input_device, sample_rate_hz=a.sample_rate_hz, frame_ms=a.frame_ms,
-                             queue_frames=a.capture_queue_frames, block_frames=a.capture_block_frames)
-
-
-def build_speaker(settings: Settings):
-    """The sounddevice playback stream on `[audio] output_device`."""
-    from .adapters.sounddevice_io import SoundDeviceSink
-
-    a = settings.audio
-    return SoundDeviceSink(device=a.output_device, block_ms=a.output_block_ms, tail_pad_ms=a.pad_silence_ms)
+    searching = not as_configured or bool(settings.search.url) or settings.search.provider == "static"
+    ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
+                        search=StaticSearch() if searching else None, signals=None, volume_step=settings.volume.step,
+                        search_results=settings.search.max_results)
+    registry = default_registry(ports)
+    return registry.subset(settings.events.enabled) if as_configured else registry

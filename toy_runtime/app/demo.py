@@ -14,73 +14,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import AsyncIterator, Sequence, TextIO
+from typing import Sequence, TextIO
 
-from .config import Settings, with_updates
+from ..config import Settings, with_updates
 from .demo_script import DEFAULT_SCRIPT, Line, Verdict, as_lines, judge
 
-__all__ = ["DEFAULT_SCRIPT", "GatedMicrophone", "run_demo", "summary", "synthesize_script"]
-
-
-class GatedMicrophone:
-    """A file-backed AudioSource that plays one utterance, then waits until the runtime answered it.
-
-    Like a child who waits for the toy to finish before speaking again; the audio still goes through the real
-    frame → VAD → endpointer → ASR path.
-    """
-
-    def __init__(self, utterances: Sequence[bytes], *, sample_rate_hz: int = 16000, frame_ms: int = 20,
-                 lead_silence_ms: int = 300, tail_silence_ms: int = 900) -> None:
-        self.sample_rate_hz = sample_rate_hz
-        self.frame_ms = frame_ms
-        self._utterances = list(utterances)
-        self._lead = lead_silence_ms
-        self._tail = tail_silence_ms
-        self._gate = asyncio.Event()
-        self._gate.set()
-        self._closed = False
-
-    @property
-    def overflows(self) -> int:
-        return 0
-
-    def next_turn(self) -> None:
-        """Let the next utterance play."""
-        self._gate.set()
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        self._closed = True
-        self._gate.set()
-
-    def __aiter__(self) -> AsyncIterator:
-        return self._frames()
-
-    async def _frames(self):
-        from .fakes.audio import ListSource
-
-        for pcm in self._utterances:
-            await self._gate.wait()
-            if self._closed:
-                return
-            self._gate.clear()
-            source = ListSource(pcm, self.sample_rate_hz, sample_rate_hz=self.sample_rate_hz, frame_ms=self.frame_ms,
-                                lead_silence_ms=self._lead, tail_silence_ms=self._tail, realtime=True)
-            await source.start()
-            async for frame in source:
-                yield frame
-            await source.aclose()
-        await self._gate.wait()  # let the last answer finish before the source ends
+__all__ = ["DEFAULT_SCRIPT", "run_demo", "summary", "synthesize_script"]
 
 
 async def synthesize_script(synthesizer, lines: Sequence[str], rate: int = 16000) -> list[bytes]:
     """Child utterances as 16 kHz PCM (piper speech, resampled)."""
-    from .audio.resample import resample
+    from ..audio.resample import resample
 
     out = []
     for line in lines:
@@ -134,10 +78,13 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     Turns and the summary go to `stream` (stdout); with `json_lines` it gets JSON lines only and the loading
     lines go to `progress` (stderr), so `demo --json | jq` reads clean JSON.
     """
-    from .adapters.wav_io import WavFileSink, write_wav
-    from .app import build_console, build_recognizer, build_runtime, build_synthesizer, build_vad, endpointer_config
-    from .audio.listener import Listener
-    from .session.voice import VoiceLoop
+    from ..adapters.wav_io import WavFileSink, write_wav
+    from .engines import build_recognizer, build_synthesizer, build_vad, endpointer_config
+    from .runtime import build_console, build_runtime
+    from ..audio.listener import Listener
+    from ..fakes.audio import GatedMicrophone
+    from .firmware import start_link
+    from .voice import close_voice, voice_loop
 
     stream = stream or sys.stdout
     progress = progress or (sys.stderr if json_lines else stream)
@@ -190,21 +137,15 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             print_timeline(record, stream)
         judging.append(asyncio.create_task(judge_turn(record), name=f"demo:judge-turn{record.turn}"))
 
-    loop = VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
-                     pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
-                     new_sink=lambda: WavFileSink(out_dir, prefix="toy-"), signals=runtime.signals, audit=runtime.audit,
-                     idle_timeout_s=settings.session.idle_timeout_s, barge_in=False, on_turn=on_turn)
+    loop = voice_loop(runtime, listener, synthesizer, new_sink=lambda: WavFileSink(out_dir, prefix="toy-"),
+                      barge_in=False, on_turn=on_turn)
     link = None
     try:
         await runtime.warm()  # so the printed timelines do not include importing the LLM SDK
-        if settings.mqtt.url:  # the firmware (or firmware-sim) sees states and volume signals during the demo too
-            from .device_link import start_device_link
-
-            link = await start_device_link(runtime)
+        link = await start_link(runtime, console)  # the firmware (or firmware-sim) sees states and volume too
         if console is not None:
-            from .session.voice import CloseSession
+            from ..session.voice import CloseSession
 
-            console.watch_link(link)
             await console.start(end_session=lambda: loop.post(CloseSession(reason="console")))  # URL on stderr
         await loop.run(once=True)
         await asyncio.gather(*judging)
@@ -213,16 +154,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
             task.cancel()
         if judging:
             await asyncio.wait(judging)
-        if console is not None:
-            await console.aclose()
-        if link is not None:
-            await link.aclose()
-        await listener.aclose()
-        await mic.aclose()
-        await runtime.aclose()
-        close = getattr(synthesizer, "close", None)
-        if close:
-            close()
+        await close_voice(console=console, link=link, listener=listener, mic=mic, runtime=runtime,
+                          synthesizer=synthesizer)
     turns = len(verdicts)
     verdicts += [Verdict(line, None, "no turn came of it") for line in lines[turns:]]
     if json_lines:

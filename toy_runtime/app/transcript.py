@@ -21,9 +21,9 @@ import logging
 import os
 from typing import Any, Mapping, TextIO
 
-from .audio.listener import Utterance
-from .session.items import EventOutcome, Speech
-from .signals import SessionState, SignalBus, StateSignal
+from ..audio.listener import Utterance
+from ..session.items import EventOutcome, Speech
+from ..signals import SessionState, SignalBus, StateSignal
 
 __all__ = ["Transcript", "log_turn", "transcript_wanted"]
 
