@@ -109,6 +109,8 @@ class SessionConfig(Section):
     idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
     barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
     listen_mode: Literal["always", "push_to_talk"] = "always"
+    ptt_release_s: float = Field(0.25, gt=0, le=5.0, description="ptt: a held key counts as let go after this long "
+                                 "without a key repeat (raise it for a terminal with a slow repeat rate)")
 
     @field_validator("timezone")
     @classmethod

@@ -57,3 +57,4 @@ def test_enter_toggles_and_other_keys_do_nothing():
 def test_bad_windows_are_refused():
     with pytest.raises(ValueError):
         HoldToTalk(release_s=1.0, repeat_window_s=0.5)
+

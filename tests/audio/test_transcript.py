@@ -226,7 +226,11 @@ def test_ptt_hold_space_to_talk(sound_card, speak, tmp_path):
     audit = tmp_path / "audit.jsonl"
     term = Terminal()
     with ScriptedLLMServer(lambda request: Reply(text=ANSWER)) as llm:
-        proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "ptt"], env=runtime_env(sound_card, llm, tmp_path),
+        env = runtime_env(sound_card, llm, tmp_path)
+        # this test's thread plays the key repeat; on a loaded machine it may pause longer than a real terminal's
+        # repeat ever would, and that must not read as "let go"
+        env["TOY_SESSION__PTT_RELEASE_S"] = "2.0"
+        proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "ptt"], env=env,
                                 stdin=term.slave, stdout=term.slave, stderr=term.slave)
         holding = threading.Event()
 

@@ -159,6 +159,14 @@ async def drive_push_to_talk(keys: AsyncIterator[str | None], talk: Callable[[bo
             deadline = machine.deadline()
             timeout = None if deadline is None else max(0.0, deadline - clock())
             done, _ = await asyncio.wait({next_key}, timeout=timeout)
+            if not done:
+                # A loop that was busy past the deadline wakes with the timeout and the waiting key in the same
+                # pass; let the key through first, or a held key would count as let go while its repeat sat unread.
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                    if next_key.done():
+                        done = {next_key}
+                        break
             if next_key in done:
                 key, next_key = next_key.result(), None
                 if key is None:

@@ -184,7 +184,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
             view.attach(runtime.signals)
         if keyboard:
             notice = view.line if view else (lambda text: print(text, file=stream, flush=True))
-            ptt_task = asyncio.create_task(_push_to_talk(voice, mic, notice), name="ptt-keyboard")
+            ptt_task = asyncio.create_task(_push_to_talk(voice, mic, notice, settings.session.ptt_release_s),
+                                           name="ptt-keyboard")
         shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
         ready_ms = (time.monotonic() - started) * 1000
         marks.mark("ready")
@@ -288,10 +289,10 @@ async def _open_mic(mic, *, listening: bool) -> None:
                          "them, `toy-runtime doctor` checks them)") from None
 
 
-async def _push_to_talk(voice, mic, notice) -> None:
+async def _push_to_talk(voice, mic, notice, release_s: float = 0.25) -> None:
     """Keyboard push-to-talk (see ptt_keys): each start opens a session and the mic; end of input stops the loop."""
     from ..ports.audio import AudioDeviceError
-    from .ptt_keys import drive_push_to_talk, key_presses, keys_are_live
+    from .ptt_keys import HoldToTalk, drive_push_to_talk, key_presses, keys_are_live
     from ..session.voice import CloseSession, OpenSession, Stop
 
     release = "release space or press Enter to stop" if keys_are_live(sys.stdin) else "Enter to stop"
@@ -312,7 +313,8 @@ async def _push_to_talk(voice, mic, notice) -> None:
         return True
 
     try:
-        await drive_push_to_talk(key_presses(sys.stdin), talk)
+        await drive_push_to_talk(key_presses(sys.stdin), talk,
+                                 machine=HoldToTalk(release_s=release_s, repeat_window_s=max(0.8, release_s)))
     finally:
         voice.post(Stop())
 
