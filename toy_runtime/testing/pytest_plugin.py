@@ -103,28 +103,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --- broker -------------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def broker() -> Iterator[Any]:
-    """A private mosquitto for this test (skipped here, failed in CI, when it cannot run)."""
+def _private_broker(**options: Any) -> Iterator[Any]:
     from .broker import start_broker_for_test
 
-    b = start_broker_for_test()
+    b = start_broker_for_test(**options)  # skipped here, failed in CI, when mosquitto cannot run
     try:
         yield b
     finally:
         b.close()
+
+
+@pytest.fixture
+def broker() -> Iterator[Any]:
+    """A private mosquitto for this test."""
+    yield from _private_broker()
 
 
 @pytest.fixture
 def broker_with_users() -> Iterator[Any]:
     """A private mosquitto that only lets `toy` / `s3cret` in."""
-    from .broker import start_broker_for_test
-
-    b = start_broker_for_test(users={"toy": "s3cret"})
-    try:
-        yield b
-    finally:
-        b.close()
+    yield from _private_broker(users={"toy": "s3cret"})
 
 
 # --- sound card and mixer -----------------------------------------------------------------------------------------
@@ -238,12 +236,8 @@ def llm_server() -> Iterator[Any]:
     """The scripted OpenAI-compatible server on a loopback port (queue replies with `server.add(...)`)."""
     from .scripted_llm import ScriptedLLMServer
 
-    server = ScriptedLLMServer()
-    server.start()
-    try:
+    with ScriptedLLMServer() as server:  # started on entry, closed on exit
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ servers do, without consuming a reply; the client's retry without the field gets
 `server.dropped` counts requests dropped by "close_keepalive".
 
 The JSON script-file format and the command line that serves one (`python -m
-toy_runtime.testing.scripted_llm --script demo.json`) are in `scripted_script.py`.
+toy_runtime.testing.scripted_script --script demo.json`) are in `scripted_script.py`.
 """
 
 from __future__ import annotations
@@ -514,10 +514,3 @@ class ScriptedLLMServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)  # shutdown() waits for the serve loop; keep the event loop free
-
-
-# the script-file half (re-exported: `load_script` is part of this module's interface)
-from .scripted_script import load_script, main  # noqa: E402,F401
-
-if __name__ == "__main__":
-    raise SystemExit(main())

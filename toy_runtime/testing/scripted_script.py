@@ -2,7 +2,7 @@
 
 Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
 
-    python -m toy_runtime.testing.scripted_llm --port 8765 --script demo.json
+    python -m toy_runtime.testing.scripted_script --port 8765 --script demo.json
 
 Script file format (JSON; every key optional):
 
@@ -31,12 +31,10 @@ import signal
 import threading
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from .scripted_llm import Reply, ScriptedLLMServer
 from .scripted_wire import content_text
-
-if TYPE_CHECKING:
-    from .scripted_llm import Reply, ScriptedLLMServer
 
 __all__ = ["load_script", "main"]
 
@@ -48,8 +46,6 @@ def _last_message(request: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> ScriptedLLMServer:
     """Build an (unstarted) server from a JSON script file; see the module docstring for the format."""
-    from .scripted_llm import Reply, ScriptedLLMServer  # here: scripted_llm re-exports this module
-
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     rules = [
         (
@@ -82,7 +78,7 @@ def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a script file until interrupted."""
     parser = argparse.ArgumentParser(
-        prog="python -m toy_runtime.testing.scripted_llm", description="Serve a scripted OpenAI-compatible LLM."
+        prog="python -m toy_runtime.testing.scripted_script", description="Serve a scripted OpenAI-compatible LLM."
     )
     parser.add_argument("--script", required=True, help="JSON script file (format in the module docstring)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -98,3 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
