@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from ..language import has_cjk
 from .numbers import NUMBER_PATTERN, ZH_NUMERAL_CHARS, parse_number
