@@ -16,7 +16,8 @@ Registered by `tests/conftest.py` (`pytest_plugins`). A test asks for a service 
 firmware simulator) or builds a speech-model adapter itself: a child process loads the models again. The rule reads
 the test's code objects, so it cannot drift from what the test does. `hil` (hardware-in-loop) is set by `tests/hil`.
 
-The fast lane, unit tests only (`slow` marks the soak runs, by hand):
+The fast lane, unit tests only (`slow`, set by hand, marks soak runs, real installs and turns that wait out a real
+client timeout):
 `python -m pytest -q -m "not (broker or audio or mixer or models or browser or hil or slow)"`.
 Where a service cannot run here its tests skip, unless CI sets `TOY_REQUIRE_SERVICES=1` (then they fail).
 """
