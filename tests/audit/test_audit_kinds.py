@@ -4,6 +4,7 @@ what it records. The log is the contract `report`, the console and the tests rea
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("toy_runtime", "firmware_bridge")
 
 
-def record_calls() -> list[tuple[str, int, ast.Call]]:
+@functools.cache  # one parse of the package for both tests
+def record_calls() -> tuple[tuple[str, int, ast.Call], ...]:
     """Every `<something>.record(...)` call in the shipped packages."""
     calls = []
     for package in PACKAGES:
@@ -24,7 +26,7 @@ def record_calls() -> list[tuple[str, int, ast.Call]]:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record":
                     calls.append((str(path.relative_to(ROOT)), node.lineno, node))
-    return calls
+    return tuple(calls)
 
 
 def names_a_kind(call: ast.Call) -> bool:
