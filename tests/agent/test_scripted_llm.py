@@ -12,7 +12,8 @@ import pytest
 
 from toy_runtime.agent.text_events import EventBlock, TextEventParser, Visible
 from toy_runtime.agent.tool_calls import ToolCallAssembler
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer, estimate_tokens, load_script
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer, estimate_tokens
+from toy_runtime.testing.scripted_script import load_script
 
 MESSAGES = [{"role": "system", "content": "You are a toy."}, {"role": "user", "content": "Turn it down please"}]
 TOOLS = [
@@ -301,7 +302,7 @@ async def test_command_line_serves_a_script_file(tmp_path):
     path = tmp_path / "script.json"
     path.write_text(json.dumps(SCRIPT))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toy_runtime.testing.scripted_llm", "--port", "0", "--script", str(path),
+        sys.executable, "-m", "toy_runtime.testing.scripted_script", "--port", "0", "--script", str(path),
         stdout=asyncio.subprocess.PIPE,
     )
     try:

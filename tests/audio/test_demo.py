@@ -11,7 +11,7 @@ from toy_runtime.app.demo import run_demo, summary
 from toy_runtime.app.demo_script import (DEFAULT_SCRIPT, Answered, Handled, Line, SessionEnds, Verdict, VolumeSet,
                                      VolumeUp, as_lines, judge)
 from toy_runtime.ports.device import MixerState
-from toy_runtime.session.voice import VoiceTurnRecord
+from toy_runtime.metrics.voice_turn import VoiceTurnRecord
 
 SHORT_SCRIPT = (Line("Set the volume to thirty.", VolumeSet(30)), Line("See you later.", SessionEnds()))
 

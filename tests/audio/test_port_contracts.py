@@ -64,7 +64,8 @@ async def test_source_delivers_timed_16k_frames_until_closed(request, tmp_path, 
 # -- SpeechRecognizer ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["scripted", "pocketsphinx", "vosk"])
+@pytest.fixture(params=["scripted", pytest.param("pocketsphinx", marks=pytest.mark.models),
+                        pytest.param("vosk", marks=pytest.mark.models)])
 def recognizer(request) -> SpeechRecognizer:
     if request.param == "scripted":
         return ScriptedASR(["x"] * 10)

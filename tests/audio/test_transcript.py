@@ -19,7 +19,7 @@ import pytest
 from toy_runtime.audio.listener import Utterance
 from toy_runtime.events.model import EventResult, EventStatus, ResultPolicy
 from toy_runtime.session.items import EventOutcome, Speech
-from toy_runtime.session.voice import VoiceTurnRecord
+from toy_runtime.metrics.voice_turn import VoiceTurnRecord
 from toy_runtime.signals import SessionState, SignalBus, StateSignal
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records, wait_for

@@ -25,15 +25,6 @@ FAST = {"reconnect_min_delay_s": 0.05, "reconnect_max_delay_s": 0.5}
 start_broker = start_broker_for_test  # a private mosquitto; skipped here, failed in CI, when it cannot run
 
 
-@pytest.fixture
-def broker() -> Iterator[MosquittoBroker]:
-    b = start_broker()
-    try:
-        yield b
-    finally:
-        b.close()
-
-
 def make_config(url: str, device_id: str = "toy1", **overrides: Any) -> BridgeConfig:
     """A config with quick reconnects (tests restart brokers)."""
     return BridgeConfig(url=url, device_id=device_id, **{**FAST, **overrides})
@@ -217,9 +208,10 @@ def wire(request: pytest.FixtureRequest) -> Iterator[Callable[..., WireClient]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark this folder's broker tests `mqtt` (`-m "not mqtt"` skips them where mosquitto is missing)."""
+    """Mark this folder's tests `broker`: all but the protocol's start their own mosquitto (some without the
+    plugin's `broker` fixture: TLS, users)."""
     here = Path(__file__).parent
     for item in items:
         path = Path(item.fspath)
         if here in path.parents and path.name != "test_protocol.py":
-            item.add_marker(pytest.mark.mqtt)
+            item.add_marker(pytest.mark.broker)

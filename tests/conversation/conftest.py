@@ -17,14 +17,6 @@ from toy_runtime.testing.scripted_llm import ScriptedLLMServer
 MODES = ["dual_agent", "chat_agent_tools"]
 
 
-@pytest.fixture
-def llm_server():
-    server = ScriptedLLMServer()
-    server.start()
-    yield server
-    server.close()
-
-
 class Harness:
     """Builds a runtime for one mode and runs text turns, collecting items."""
 

@@ -25,6 +25,8 @@ from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 from .conftest import MODES
 
+pytestmark = pytest.mark.slow  # 600 turns: the full suite runs it, the fast lane does not
+
 TURNS = 300
 FAULT_RATE = 0.3
 STREAM_FAULTS = ["http_500", "http_429", "http_400", "drop_before_done", "disconnect", "empty_stream", "hang",

@@ -28,8 +28,10 @@ ANSWERS = {
     "再见": ("拜拜！", [("session.terminate", "terminate_session", {})]),
     "把音量调到30": ("好的！", [("device.volume.adjust", "adjust_device_volume", {"mode": "absolute", "value": 30})]),
 }
-STREAM_FAULTS = ["http_500", "http_429", "http_400", "drop_before_done", "disconnect", "empty_stream", "hang",
-                 "stall", "garbage", "malformed_chunk"]
+WAITS_OUT_A_TIMEOUT = pytest.mark.slow  # the turn waits for the client's real read timeout: not in the fast lane
+STREAM_FAULTS = ["http_500", "http_429", "http_400", "drop_before_done", "disconnect", "empty_stream",
+                 pytest.param("hang", marks=WAITS_OUT_A_TIMEOUT), pytest.param("stall", marks=WAITS_OUT_A_TIMEOUT),
+                 "garbage", "malformed_chunk"]
 
 
 def answer(mode: str, utterance: str, **reply) -> Reply:
@@ -73,7 +75,7 @@ async def test_every_fault_ends_in_a_useful_turn(mode, fault, utterance, llm_ser
 
 
 @pytest.mark.parametrize("utterance", ["再见", "把音量调到30"])
-@pytest.mark.parametrize("fault", ["http_500", "stall", "disconnect"])
+@pytest.mark.parametrize("fault", ["http_500", pytest.param("stall", marks=WAITS_OUT_A_TIMEOUT), "disconnect"])
 @pytest.mark.parametrize("mode", MODES)
 async def test_faults_in_chinese_still_carry_out_clear_requests(mode, fault, utterance, llm_server, make_harness):
     llm_server.add(answer(mode, utterance, fault=fault))

@@ -19,7 +19,8 @@ def _memory_mixer() -> Mixer:
     return module.MemoryMixer(level=50, muted=False)
 
 
-@pytest.fixture(params=["memory", "alsa", "alsa-long-lived"])
+@pytest.fixture(params=["memory", pytest.param("alsa", marks=pytest.mark.mixer),
+                        pytest.param("alsa-long-lived", marks=pytest.mark.mixer)])
 def mixer(request: pytest.FixtureRequest) -> Mixer:
     if request.param == "memory":
         return _memory_mixer()

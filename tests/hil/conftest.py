@@ -26,11 +26,10 @@ import asyncio
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Literal
+from typing import Iterator, Literal
 
 import pytest
 
-from toy_runtime.ports.speech import SynthesizedAudio
 from toy_runtime.testing.services import unavailable
 
 ENV_DEVICES = "TOY_HIL_DEVICES"
@@ -187,14 +186,3 @@ def rig() -> Iterator[Rig]:
         card.stop()
 
 
-@pytest.fixture(scope="package")
-def speak() -> Iterator[Callable[[str], SynthesizedAudio]]:
-    """text → piper speech (the bundled voice, deterministic), synthesized once per text."""
-    from toy_runtime.adapters.piper_tts import PiperSynthesizer
-    from toy_runtime.testing.speech import PhraseCache
-
-    synth = PiperSynthesizer(deterministic=True)
-    try:
-        yield PhraseCache(synth).speak
-    finally:
-        synth.close()

@@ -180,7 +180,7 @@ async def test_a_hanging_check_is_cut_by_its_timeout(make_settings) -> None:
 # -- broker ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.mqtt
+@pytest.mark.broker
 async def test_broker_accepts_the_credentials(make_settings, broker_with_users) -> None:
     settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
                              TOY_MQTT__PASSWORD="s3cret")
@@ -190,7 +190,7 @@ async def test_broker_accepts_the_credentials(make_settings, broker_with_users) 
     assert "doctor-toy1-" in broker_with_users.log_text()  # the probe, not a runtime client, connected
 
 
-@pytest.mark.mqtt
+@pytest.mark.broker
 async def test_broker_with_a_wrong_password_is_bad_credentials(make_settings, broker_with_users) -> None:
     settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
                              TOY_MQTT__PASSWORD="wrong")
@@ -208,7 +208,7 @@ async def test_broker_on_a_closed_port_fails_fast(make_settings) -> None:
     assert results["broker"].ms < 3000
 
 
-@pytest.mark.mqtt
+@pytest.mark.broker
 async def test_broker_tls_mistakes_name_the_cause(make_settings, tmp_path: Path) -> None:
     """A real TLS listener: a CA that did not sign its certificate, and a plain URL to its port."""
     from toy_runtime.testing.broker import make_test_certs, start_broker_for_test
@@ -271,6 +271,7 @@ async def test_alsa_bogus_control_fails_and_lists_the_real_ones(make_settings, p
 # -- speech engines ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.models
 async def test_asr_and_tts_load_the_bundled_models(make_settings) -> None:
     results = by_name(await diagnose(make_settings(), skip=only("asr", "tts")))
     assert results["asr"].status == "OK", results["asr"]

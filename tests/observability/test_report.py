@@ -16,7 +16,7 @@ from toy_runtime.cli import main
 from toy_runtime.events import JsonlAudit
 from toy_runtime.metrics.report import EXIT_NO_TURNS, EXIT_OK, EXIT_USAGE, run_report
 from toy_runtime.metrics.turns import load_audit, parse_audit_lines, percentile
-from toy_runtime.session.voice import VoiceTurnRecord
+from toy_runtime.metrics.voice_turn import VoiceTurnRecord
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

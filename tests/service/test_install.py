@@ -121,6 +121,7 @@ def test_dry_run_reports_an_unverified_checksum_as_a_failure(tmp_path):
     assert not (tmp_path / "root").exists()
 
 
+@pytest.mark.slow  # a real install: a venv and pip
 def test_real_install_into_a_tmp_root(installed):
     root = installed["root"]
     out = installed["first"].stdout
@@ -151,6 +152,7 @@ def test_real_install_into_a_tmp_root(installed):
     assert oct((root / "etc/mosquitto/toy-runtime.passwd").stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.slow  # a real install: a venv and pip
 def test_second_run_has_nothing_to_do_and_keeps_local_edits(installed):
     root = installed["root"]
     toml = root / "etc/toy-runtime/toy.toml"
@@ -164,6 +166,8 @@ def test_second_run_has_nothing_to_do_and_keeps_local_edits(installed):
     assert secrets.read_text() == secrets_before  # the broker password is not rotated
 
 
+@pytest.mark.slow  # a real install: a venv and pip
+@pytest.mark.broker
 def test_installed_broker_config_accepts_the_generated_password(installed, tmp_path):
     if shutil.which("mosquitto") is None or shutil.which("mosquitto_pub") is None:
         pytest.skip("mosquitto / mosquitto-clients not installed")
@@ -205,6 +209,7 @@ def test_installed_broker_config_accepts_the_generated_password(installed, tmp_p
         broker.wait(timeout=10)
 
 
+@pytest.mark.slow  # a real install: a venv and pip
 def test_checksums_are_enforced(tmp_path):
     base = tmp_path
     root = base / "root"

@@ -1,4 +1,4 @@
-"""Fixtures for the debug console: a free loopback port, a real `toy-runtime` process and a headless chromium."""
+"""Fixtures for the debug console: a free loopback port, a real `toy-runtime` process (`chromium` is the plugin's)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-
-import pytest
-
-from toy_runtime.testing.browser import find_chromium
-from toy_runtime.testing.services import unavailable
 
 
 def free_port() -> int:
@@ -29,8 +24,3 @@ def start(args: list[str], env: dict, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "toy_runtime", *args], env=env, text=True, **kw)
 
 
-@pytest.fixture
-def chromium():
-    if find_chromium() is None:
-        unavailable("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("aiohttp")

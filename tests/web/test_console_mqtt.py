@@ -13,7 +13,7 @@ from toy_runtime.testing.services import audit_records, wait_for
 
 from .conftest import free_port, runtime_env, start
 
-pytestmark = [pytest.mark.mqtt, pytest.mark.usefixtures("chromium")]
+pytestmark = [pytest.mark.broker, pytest.mark.usefixtures("chromium")]
 PASSWORD = "mqtt-secret-pw-8812"
 
 

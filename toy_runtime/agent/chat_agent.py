@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal
 
-from ..events import AuditSink, EventRegistry, EventRequest, SourceProtocol
+from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, SourceProtocol
 from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
 from .markup import Hidden
 from .prompts import FOLLOW_UP_TOOL_NOTE, catalog_instruction, results_message, tools_instruction
@@ -121,7 +121,7 @@ class ChatAgent:
             for name in names:
                 if not allow_events:
                     record.ignored_events.append(name)
-                    self.audit.record("event.ignored", turn_id=turn_id, name=name, reason="follow-up round")
+                    self.audit.record(AuditKind.EVENT_IGNORED, turn_id=turn_id, name=name, reason="follow-up round")
                     continue
                 out.append(Detected(EventRequest(name=name, turn_id=turn_id, source=SourceProtocol.TEXT_EVENTS)))
             return out
@@ -132,7 +132,7 @@ class ChatAgent:
                 record.tool_calls.append(call)
                 if not allow_events:
                     record.ignored_events.append(call.name)
-                    self.audit.record("event.ignored", turn_id=turn_id, name=call.name, reason="follow-up round")
+                    self.audit.record(AuditKind.EVENT_IGNORED, turn_id=turn_id, name=call.name, reason="follow-up round")
                     continue
                 request = EventRequest(name=call.name, turn_id=turn_id, source=SourceProtocol.TOOL_CALLS,
                                        arguments=call.arguments, arguments_error=call.arguments_error)
@@ -155,19 +155,19 @@ class ChatAgent:
             if calls:
                 names = [call.name for call in calls]
                 if self.mode == "chat_agent_tools":
-                    self.audit.record("chat.text_tool_call_recovered", turn_id=turn_id, names=names,
+                    self.audit.record(AuditKind.CHAT_TEXT_TOOL_CALL_RECOVERED, turn_id=turn_id, names=names,
                                       raw=_short(item.raw), unclosed=item.unclosed)
                     return requests_from_calls(calls)
-                self.audit.record("chat.text_tool_call_hidden", turn_id=turn_id, names=names, raw=_short(item.raw),
+                self.audit.record(AuditKind.CHAT_TEXT_TOOL_CALL_HIDDEN, turn_id=turn_id, names=names, raw=_short(item.raw),
                                   reason="tool calls written as text are not run in dual_agent")
                 record.unrun_events.extend(names or ("",))
             elif item.kind in _FORMATTING:
                 stripped[item.kind] += 1
             elif item.kind == "partial_sentence":
-                self.audit.record("chat.partial_sentence_dropped", turn_id=turn_id, text=_short(item.raw),
+                self.audit.record(AuditKind.CHAT_PARTIAL_SENTENCE_DROPPED, turn_id=turn_id, text=_short(item.raw),
                                   reason=reason(item.kind))
             else:
-                self.audit.record("chat.text_hidden", turn_id=turn_id, hidden=item.kind, reason=reason(item.kind),
+                self.audit.record(AuditKind.CHAT_TEXT_HIDDEN, turn_id=turn_id, hidden=item.kind, reason=reason(item.kind),
                                   raw=_short(item.raw), unclosed=item.unclosed)
             return []
 
@@ -185,7 +185,7 @@ class ChatAgent:
                             for out in guarded(guard.feed(parsed.text)):
                                 yield out
                         elif isinstance(parsed, EventBlock):
-                            self.audit.record("chat.event_block", turn_id=turn_id, raw=parsed.raw)
+                            self.audit.record(AuditKind.CHAT_EVENT_BLOCK, turn_id=turn_id, raw=parsed.raw)
                             for detected in requests_from_names(parsed.names):
                                 yield detected
                 elif isinstance(item, ToolCallDeltas):
@@ -194,9 +194,9 @@ class ChatAgent:
         except BaseException:
             # a fault or cancellation: what was complete was already yielded; nothing partial is spoken or run
             if parser is not None and parser.in_block:
-                self.audit.record("chat.unclosed_event_block", turn_id=turn_id, reason="stream aborted")
+                self.audit.record(AuditKind.CHAT_UNCLOSED_EVENT_BLOCK, turn_id=turn_id, reason="stream aborted")
             if assembler.in_progress:
-                self.audit.record("chat.incomplete_tool_call", turn_id=turn_id, fault=stats.fault)
+                self.audit.record(AuditKind.CHAT_INCOMPLETE_TOOL_CALL, turn_id=turn_id, fault=stats.fault)
             raise
         if parser is not None:
             for parsed in parser.close():
@@ -204,14 +204,14 @@ class ChatAgent:
                     for out in guarded(guard.feed(parsed.text)):
                         yield out
                 elif isinstance(parsed, UnclosedBlock):
-                    self.audit.record("chat.unclosed_event_block", turn_id=turn_id, raw=parsed.raw,
+                    self.audit.record(AuditKind.CHAT_UNCLOSED_EVENT_BLOCK, turn_id=turn_id, raw=parsed.raw,
                                       names=list(parsed.names))
                     record.unrun_events.extend(parsed.names or ("",))  # "" = a block with no readable name
         # a reply cut by the token limit ends at its last whole sentence
         for out in guarded(guard.finish(cut_by_length=stats.finish_reason == "length")):
             yield out
         if stripped:
-            self.audit.record("chat.markup_stripped", turn_id=turn_id, counts=dict(stripped))
+            self.audit.record(AuditKind.CHAT_MARKUP_STRIPPED, turn_id=turn_id, counts=dict(stripped))
         for detected in requests_from_calls(assembler.finish()):
             yield detected
 

@@ -19,7 +19,7 @@ __all__ = ["Line", "Verdict", "Answered", "VolumeSet", "VolumeUp", "SessionEnds"
 class TurnView:
     """What the demo saw of one turn: the voice loop's record and the mixer before and after it."""
 
-    record: Any  # session.voice.VoiceTurnRecord
+    record: Any  # metrics.voice_turn.VoiceTurnRecord
     before: MixerState
     after: MixerState
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import StartError
 from ..host.envelope import HostEvent, HostEventRouter
 from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
+from ..events.audit_kinds import AuditKind
 
 log = logging.getLogger("toy_runtime.app.firmware")
 
@@ -97,11 +98,11 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
         await adapter.start()
         await client.wait_connected(connect_timeout_s, fail_fast=True)
     except BridgeUnreachable as exc:  # the endpoint has said why (one warning) and keeps retrying in the background
-        runtime.audit.record("mqtt.not_connected_yet", url=settings.mqtt.url, reason=exc.code)
+        runtime.audit.record(AuditKind.MQTT_NOT_CONNECTED_YET, url=settings.mqtt.url, reason=exc.code)
     except TimeoutError:
         log.warning("mqtt: not connected to %s after %.0f s; retrying in the background", settings.mqtt.url,
                     connect_timeout_s)
-        runtime.audit.record("mqtt.not_connected_yet", url=settings.mqtt.url, reason="timeout")
+        runtime.audit.record(AuditKind.MQTT_NOT_CONNECTED_YET, url=settings.mqtt.url, reason="timeout")
     except BridgeAuthError as exc:
         await link.aclose()
         raise BridgeStartError(f"mqtt: bad credentials, {exc.message} (check [mqtt] username and "

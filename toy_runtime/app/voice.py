@@ -19,6 +19,7 @@ import time
 
 from ..config import Settings
 from ..errors import StartError
+from ..events.audit_kinds import AuditKind
 
 log = logging.getLogger("toy_runtime.run")
 
@@ -121,12 +122,12 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         raise StartError(f"speech recognizer: {exc}") from None
     voice_loaded: asyncio.Future = loop_.create_future()
     synthesizer = LoadingSynthesizer(
-        voice_loaded, on_wait=lambda ms: runtime.audit.record("tts.waited_for_voice", ms=ms))
+        voice_loaded, on_wait=lambda ms: runtime.audit.record(AuditKind.TTS_WAITED_FOR_VOICE, ms=ms))
 
     def report_device(event) -> None:
         fields = dataclasses.asdict(event)
         fields["event"] = fields.pop("kind")  # `kind` is the audit record's own key ("audio.device")
-        runtime.audit.record("audio.device", **fields)
+        runtime.audit.record(AuditKind.AUDIO_DEVICE, **fields)
         log.warning("audio %s: %s %s", event.role, event.kind, event.message)
 
     # unplug/replug: the mic and speaker re-open with bounded backoff instead of ending the service
@@ -148,7 +149,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         failures.append(str(exc))
         # READY was already sent: end the service with a failure so systemd restarts it (and says why)
         log.error("start-up could not finish: %s", exc)
-        runtime.audit.record("runtime.failed", reason=f"start-up: {exc}")
+        runtime.audit.record(AuditKind.RUNTIME_FAILED, reason=f"start-up: {exc}")
         voice.post(Stop())
 
     link = scheduler_task = ptt_task = loading_task = None
@@ -189,7 +190,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         shutdown = install_shutdown_handlers(loop_, lambda: voice.post(Stop()))
         ready_ms = (time.monotonic() - started) * 1000
         marks.mark("ready")
-        runtime.audit.record("runtime.ready", ms=round(ready_ms, 1), push_to_talk=push_to_talk,
+        runtime.audit.record(AuditKind.RUNTIME_READY, ms=round(ready_ms, 1), push_to_talk=push_to_talk,
                              since_start_ms=marks.marks["ready"], marks=marks.marks)
         notifier.ready(f"listening ({mode})")
         from .ptt_keys import keys_are_live
@@ -208,7 +209,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         if voice.source_ended.is_set() and not once and not (shutdown and shutdown.received):
             # the microphone went away for good: fail, so systemd's Restart=on-failure brings the service back
             log.error("the audio input ended unexpectedly")
-            runtime.audit.record("runtime.failed", reason="audio input ended")
+            runtime.audit.record(AuditKind.RUNTIME_FAILED, reason="audio input ended")
             return 1
         return 0
     finally:
@@ -271,7 +272,7 @@ async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, not
     await runtime.warm()
     await asyncio.to_thread(trim_heap)
     marks.mark("warm")
-    runtime.audit.record("runtime.warm", since_start_ms=marks.marks["warm"], marks=dict(marks.marks))
+    runtime.audit.record(AuditKind.RUNTIME_WARM, since_start_ms=marks.marks["warm"], marks=dict(marks.marks))
     notifier.status(f"listening ({mode}); everything loaded")
 
 

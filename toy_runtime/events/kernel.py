@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .audit import AuditSink, NullAudit
+from .audit_kinds import AuditKind
 from .continuation import Continuation, aggregate
 from .definition import EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback
@@ -135,7 +136,7 @@ class EventKernel:
                     break
             except Exception as exc:
                 status, error, code = EventStatus.FAILED, f"{type(exc).__name__}: {exc}", "handler_error"
-            self.audit.record("event.attempt_failed", event_id=ctx.event_id, name=definition.name,
+            self.audit.record(AuditKind.EVENT_ATTEMPT_FAILED, event_id=ctx.event_id, name=definition.name,
                               attempt=attempt + 1, of=attempts, error=error)
         return status, payload, error, code
 
@@ -170,12 +171,12 @@ class BatchRun:
         definition = self.kernel.registry.lookup(request.name)
         if definition is None:
             self.dropped.append(request.name)
-            self.audit.record("event.dropped", event_id=request.event_id, name=request.name, turn_id=self.turn_id,
+            self.audit.record(AuditKind.EVENT_DROPPED, event_id=request.event_id, name=request.name, turn_id=self.turn_id,
                               reason="unknown_event")
             return False
         if definition.name != request.name:  # a provider tool name: map back to the namespaced name
             request = replace(request, name=definition.name)
-        self.audit.record("event.detected", event_id=request.event_id, name=request.name, turn_id=self.turn_id,
+        self.audit.record(AuditKind.EVENT_DETECTED, event_id=request.event_id, name=request.name, turn_id=self.turn_id,
                           source=request.source.value, proposed=dict(request.arguments or {}),
                           arguments_error=request.arguments_error)
         if self._dispatched_at is None:
@@ -207,7 +208,7 @@ class BatchRun:
                 cancelled.append(slot.request.event_id)
         self._closed.set()  # after the cancels: 3.11's wait_for may swallow a cancel that races a completed wait
         if cancelled:
-            self.audit.record("batch.aborted", turn_id=self.turn_id, cancelled=cancelled)
+            self.audit.record(AuditKind.BATCH_ABORTED, turn_id=self.turn_id, cancelled=cancelled)
         return cancelled
 
     async def wait(self) -> BatchOutcome:
@@ -243,7 +244,7 @@ class BatchRun:
         continuation = aggregate(results, self.kernel.definitions, self.context.locale)
         elapsed = (time.perf_counter() - self.t0) * 1000
         delays = tuple(round(((s.started or s.detected_at) - s.detected_at) * 1000, 3) for s in self.slots)
-        self.audit.record("batch.completed", turn_id=self.turn_id, events=[r.name for r in results],
+        self.audit.record(AuditKind.BATCH_COMPLETED, turn_id=self.turn_id, events=[r.name for r in results],
                           statuses=[r.status.value for r in results], dropped=self.dropped,
                           dispatch_delay_ms=list(delays), continuation=continuation.as_dict(), ms=round(elapsed, 3))
         return BatchOutcome(tuple(results), continuation, tuple(self.dropped), elapsed, delays)
@@ -269,7 +270,7 @@ class BatchRun:
     def _publish(self, slot: _Slot, result: EventResult) -> None:
         if slot.done.done():
             return
-        self.audit.record("event.result", turn_id=self.turn_id, **result.as_dict())
+        self.audit.record(AuditKind.EVENT_RESULT, turn_id=self.turn_id, **result.as_dict())
         slot.done.set_result(result)
         if self.on_result:
             self.on_result(result)
@@ -302,7 +303,7 @@ class BatchRun:
         if earlier is None and (flight := store.inflight(key)) is not None:
             earlier = await asyncio.shield(flight)
         if earlier is not None:
-            self.audit.record("event.idempotent_replay", event_id=request.event_id, name=definition.name, key=key)
+            self.audit.record(AuditKind.EVENT_IDEMPOTENT_REPLAY, event_id=request.event_id, name=definition.name, key=key)
             return replace(earlier, replayed=True)
 
         store.begin(key)

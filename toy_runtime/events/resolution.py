@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .audit import AuditSink
+from .audit_kinds import AuditKind
 from .definition import EventDefinition, Resolution, ResolveContext
 from .fallback import ArgumentFallback
 from .model import EventRequest, ResolutionPath
@@ -94,7 +95,7 @@ async def resolve_request(
     proposed = dict(request.arguments) if request.arguments else None
     path = ResolutionPath.PROVIDER if proposed else ResolutionPath.DETERMINISTIC
     resolution = _safe_resolve(definition, proposed, context)
-    audit.record("event.resolution", event_id=request.event_id, name=definition.name, path=path.value,
+    audit.record(AuditKind.EVENT_RESOLUTION, event_id=request.event_id, name=definition.name, path=path.value,
                  complete=resolution.complete, missing=list(resolution.missing + resolution.ambiguous),
                  error=resolution.error, arguments_error=request.arguments_error)
     if (resolution.complete or resolution.error or resolution.needs_user or not definition.llm_fallback
@@ -107,11 +108,11 @@ async def resolve_request(
         answer = await fallback.propose(definition, resolution.arguments or proposed, missing, context,
                                         turn_id=request.turn_id)
     except Exception as exc:  # EventAgent failure must not break the turn: fall back to clarification
-        audit.record("event.fallback", event_id=request.event_id, name=definition.name, ok=False, error=str(exc))
+        audit.record(AuditKind.EVENT_FALLBACK, event_id=request.event_id, name=definition.name, ok=False, error=str(exc))
         return _finish(registry, definition, resolution, path, started, fallback_used=True,
                        fallback_ms=(time.perf_counter() - fb_started) * 1000)
     fallback_ms = (time.perf_counter() - fb_started) * 1000
-    audit.record("event.fallback", event_id=request.event_id, name=definition.name, ok=answer.error is None,
+    audit.record(AuditKind.EVENT_FALLBACK, event_id=request.event_id, name=definition.name, ok=answer.error is None,
                  error=answer.error, arguments=dict(answer.arguments or {}), tokens=answer.tokens,
                  ms=round(fallback_ms, 3))
     if not answer.arguments:

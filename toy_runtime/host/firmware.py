@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from ..events import EventKernel, EventRequest, ResolveContext, SourceProtocol
+from ..events import AuditKind, EventKernel, EventRequest, ResolveContext, SourceProtocol
 from .envelope import Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
@@ -34,7 +34,7 @@ class RemoteCommandRunner:
         command_id = str(data.get("command_id", event.event_id))
         definition = self.kernel.registry.lookup(name)
         if definition is None or definition.name not in binding.capabilities:
-            self.audit.record("remote.refused", host_event_id=event.event_id, name=name, command_id=command_id,
+            self.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, name=name, command_id=command_id,
                               actor=event.actor.model_dump() if event.actor else None, binding=binding.binding_id)
             await self.publish_result(command_id, status="refused", error_code="capability_not_granted",
                                       error_message=f"{name or 'command'} is not allowed remotely")
@@ -50,7 +50,7 @@ class RemoteCommandRunner:
         run.close()
         outcome = await run.wait()
         result = outcome.results[0] if outcome.results else None
-        self.audit.record("remote.executed", host_event_id=event.event_id, name=definition.name,
+        self.audit.record(AuditKind.REMOTE_EXECUTED, host_event_id=event.event_id, name=definition.name,
                           command_id=command_id, status=result.status.value if result else "dropped")
         if result is not None and result.ok:
             await self.publish_result(command_id, status="ok", result=dict(result.result))
@@ -66,7 +66,7 @@ def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[...
     and the firmware's buttons."""
 
     async def buttons(event: HostEvent, binding: Binding) -> None:
-        runtime.audit.record("host.button", host_event_id=event.event_id, data=event.input.data)
+        runtime.audit.record(AuditKind.HOST_BUTTON, host_event_id=event.event_id, data=event.input.data)
         if on_button is not None:
             await on_button(event)
 
@@ -86,6 +86,6 @@ async def dispatch_audited(router: HostEventRouter, event: HostEvent, audit) -> 
     try:
         await router.dispatch(event)
     except LookupError as exc:
-        audit.record("host.unrouted", host_event_id=event.event_id, event_type=event.event_type, reason=str(exc))
+        audit.record(AuditKind.HOST_UNROUTED, host_event_id=event.event_id, event_type=event.event_type, reason=str(exc))
     except Exception as exc:  # a runner bug must not kill the bridge
-        audit.record("host.runner_failed", host_event_id=event.event_id, event_type=event.event_type, error=str(exc))
+        audit.record(AuditKind.HOST_RUNNER_FAILED, host_event_id=event.event_id, event_type=event.event_type, error=str(exc))

@@ -9,17 +9,16 @@ import re
 from typing import Any
 
 from .numbers import NUMBER_PATTERN
-from .timeparse import (
+from .timeparse import WEEKDAY_CODES, normalize_text
+from .timescan import (  # the shared vocabulary: repeats speak the same words as one-off times
     _EN_UNIT_MINUTES,
     _EN_WEEKDAYS,
     _WD_EN,
     _ZH_NUM,
     _ZH_UNIT_MINUTES,
     _ZH_WEEKDAY,
-    WEEKDAY_CODES,
     Span,
     _number,
-    normalize_text,
 )
 
 _F = re.IGNORECASE

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..agent.llm import LLMFault
-from ..events import AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
+from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
 from ..events import resolve_deterministic
 from ..events.definition import EventDefinition
 from .items import Speech
@@ -38,7 +38,7 @@ class OfflineGate:
     def answer(self, context: ResolveContext, run, turn_id: str, say: Say, offline_line: str) -> None:
         """No LLM at all: templated reply + the event for clear requests; anything else hears `offline_line`."""
         matched = self.matches(context)
-        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched])
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[d.name for d in matched])
         if not matched:
             say(Speech(1, offline_line, kind="offline"))
             return
@@ -71,7 +71,7 @@ class OfflineGate:
         answer = 2 if replied else 1
         dispatched = {slot.definition.name for slot in run.slots}
         matched = self.matches(context)
-        self.audit.record("gate.used", turn_id=turn_id, matched=[d.name for d in matched], after=reason,
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[d.name for d in matched], after=reason,
                           already_dispatched=sorted(dispatched))
         for definition in matched:
             if definition.name not in dispatched:

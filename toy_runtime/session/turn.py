@@ -24,6 +24,7 @@ from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, results_messag
 from ..agent.speakable import NO_RULES, speakable
 from ..config import AgentConfig
 from ..events import (
+    AuditKind,
     AuditSink,
     BatchOutcome,
     EventKernel,
@@ -117,7 +118,7 @@ class TurnRunner:
             history=conv.slice_for_events(),
             locale=guess_locale(text),
         )
-        self.audit.record("turn.started", turn_id=turn_id, host_event_id=event.event_id, event_type=event.event_type,
+        self.audit.record(AuditKind.TURN_STARTED, turn_id=turn_id, host_event_id=event.event_id, event_type=event.event_type,
                           mode=self.mode, text=text)
         spoken: list[Speech] = []
 
@@ -133,7 +134,7 @@ class TurnRunner:
             parts, hidden = speakable(speech.text, self.chat.speakable_rules if self.chat else NO_RULES,
                                       first_clause_min_chars=early, first_clause_min_chars_cjk=early)
             if hidden:
-                self.audit.record("speech.hidden", turn_id=turn_id, speech_kind=speech.kind,
+                self.audit.record(AuditKind.SPEECH_HIDDEN, turn_id=turn_id, speech_kind=speech.kind,
                                   hidden=[h.kind for h in hidden])
             for part in parts:
                 piece = Speech(speech.answer, part, sources=speech.sources, kind=speech.kind, at=speech.at)
@@ -157,12 +158,12 @@ class TurnRunner:
                                                    since_speech_s)
                     unrun = list(run.dropped) + record.unrun_events
                     if unrun:  # the model asked for something that cannot run: the child's clear words still count
-                        self.audit.record("turn.not_run", turn_id=turn_id, names=unrun)
+                        self.audit.record(AuditKind.TURN_NOT_RUN, turn_id=turn_id, names=unrun)
                         if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
                             path, unrun = "gate", []
                 except LLMFault as exc:
                     fault = exc.code
-                    self.audit.record("llm.fault", turn_id=turn_id, call="chat_agent", code=exc.code,
+                    self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=exc.code,
                                       message=exc.message)
                     path = self.gate.after_fault(exc, context, run, turn_id, say, spoken,
                                                  fault_line=self.config.fault_line,
@@ -201,7 +202,7 @@ class TurnRunner:
 
         self._remember(text, spoken)
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
-        self.audit.record("turn.completed", turn_id=turn_id, terminated=terminated, **metrics)
+        self.audit.record(AuditKind.TURN_COMPLETED, turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
 
     async def _timed_first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
@@ -210,7 +211,7 @@ class TurnRunner:
         def cue() -> None:
             if not spoken:
                 cue_text = self.cues.pick(locale)
-                self.audit.record("turn.holding_cue", turn_id=turn_id, text=cue_text)
+                self.audit.record(AuditKind.TURN_HOLDING_CUE, turn_id=turn_id, text=cue_text)
                 say(Speech(0, cue_text, kind="holding"))
 
         config = self.config
@@ -275,10 +276,10 @@ class TurnRunner:
             for line in not_run_lines(unrun, self.kernel.registry.lookup, guess_locale(text)):
                 say(Speech(2, line, kind="correction"))
         except LLMFault as exc:
-            self.audit.record("llm.fault", turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
+            self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
             if first_segment:
                 say(Speech(2, self.config.fault_line, kind="fault"))
-        self.audit.record("turn.follow_up", turn_id=turn_id, compact=compact,
+        self.audit.record(AuditKind.TURN_FOLLOW_UP, turn_id=turn_id, compact=compact,
                           raw=[r.result for r in follow])  # raw payloads stay in the audit only
 
     def _tool_protocol(self, record: ReplyRecord, outcome: BatchOutcome, first_answer: str) -> list[dict[str, Any]]:
@@ -310,7 +311,7 @@ class TurnRunner:
 
     def _audit_usage(self, stats: CallStats, turn_id: str) -> None:
         if stats.usage_source != "provider" and self.chat is not None and self.chat.client.include_usage:
-            self.audit.record("llm.usage_missing", turn_id=turn_id, call=stats.purpose,
+            self.audit.record(AuditKind.LLM_USAGE_MISSING, turn_id=turn_id, call=stats.purpose,
                               estimated_prompt_tokens=stats.prompt_tokens,
                               estimated_completion_tokens=stats.completion_tokens)
 

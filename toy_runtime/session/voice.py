@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance
-from ..events import AuditSink
+from ..events import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
+from ..metrics.voice_turn import VoiceTurnRecord
 from ..ports.audio import AudioSink
 from ..ports.speech import SpeechSynthesizer
 from ..signals import SessionState, SignalBus, StateSignal
@@ -49,75 +50,6 @@ class Stop:
 
 Inbox = ListenerEvent | OpenSession | CloseSession | Stop
 MAX_RECORDS = 200
-
-
-@dataclass
-class VoiceTurnRecord:
-    """Milestones of one spoken turn, for the latency waterfall (monotonic seconds)."""
-
-    turn: int
-    text: str
-    end_of_speech_at: float
-    endpoint_at: float
-    asr_final_at: float
-    handoff_at: float
-    first_text_at: float | None = None
-    first_clause_started_at: float | None = None
-    first_clause_synthesized_at: float | None = None
-    first_audio_at: float | None = None
-    second_first_audio_at: float | None = None
-    holding_audio_at: float | None = None  # the holding cue, when the first answer was late
-    decided_at: float | None = None  # the listener processed the closing frame (endpoint_at + capture lag)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    turn_metrics: dict[str, Any] = field(default_factory=dict)
-    spoken: list[str] = field(default_factory=list)
-    terminated: bool = False
-    interrupted: bool = False
-    turn_id: str | None = None
-
-    def waterfall_ms(self) -> dict[str, float | None]:
-        """Each milestone in ms after the end of speech."""
-        rel = lambda t: None if t is None else round((t - self.end_of_speech_at) * 1000, 1)  # noqa: E731
-        ttft = (self.turn_metrics.get("first_answer") or {}).get("ttft_ms")
-        return {
-            "endpoint": rel(self.endpoint_at),
-            "endpoint_decided": rel(self.decided_at),
-            "asr_final": rel(self.asr_final_at),
-            "first_token": None if ttft is None else round(rel(self.handoff_at) + ttft, 1),
-            "first_text": rel(self.first_text_at),
-            "first_clause_synthesized": rel(self.first_clause_synthesized_at),
-            "first_audio": rel(self.first_audio_at),
-            "second_answer_audio": rel(self.second_first_audio_at),
-            "holding_cue_audio": rel(self.holding_audio_at),
-            **{f"event:{e['name']}": rel(e["at"]) for e in self.events},
-        }
-
-    def as_audit(self) -> dict[str, Any]:
-        waterfall = self.waterfall_ms()
-        ttft = (self.turn_metrics.get("first_answer") or {}).get("ttft_ms")
-        first_audio = waterfall["first_audio"]
-        tts_ms = None
-        if self.first_clause_started_at is not None and self.first_clause_synthesized_at is not None:
-            tts_ms = round((self.first_clause_synthesized_at - self.first_clause_started_at) * 1000, 1)
-        runtime_added = None
-        if first_audio is not None:
-            # what the runtime itself adds: everything but the hangover, the provider's TTFT and the TTS model
-            hangover = waterfall["endpoint"] or 0.0
-            runtime_added = round(first_audio - hangover - (ttft or 0.0) - (tts_ms or 0.0), 1)
-        return {
-            "turn": self.turn,
-            "turn_id": self.turn_id,
-            "text": self.text,
-            "waterfall_ms": waterfall,
-            "voice_to_voice_ms": first_audio,
-            "first_clause_tts_ms": tts_ms,
-            "provider_ttft_ms": ttft,
-            "runtime_added_ms": runtime_added,
-            "events": [{k: v for k, v in e.items() if k != "at"} for e in self.events],
-            "spoken": self.spoken,
-            "terminated": self.terminated,
-            "interrupted": self.interrupted,
-        }
 
 
 class VoiceLoop:
@@ -175,7 +107,7 @@ class VoiceLoop:
             self.inbox.put_nowait(message)
             return True
         except asyncio.QueueFull:
-            self.audit.record("voice.inbox_full", message=type(message).__name__)
+            self.audit.record(AuditKind.VOICE_INBOX_FULL, message=type(message).__name__)
             return False
 
     async def _pump_listener(self) -> None:
@@ -185,7 +117,7 @@ class VoiceLoop:
         except asyncio.CancelledError:
             raise  # we stopped it: the source did not end
         except Exception as exc:
-            self.audit.record("voice.source_failed", error=f"{type(exc).__name__}: {exc}")
+            self.audit.record(AuditKind.VOICE_SOURCE_FAILED, error=f"{type(exc).__name__}: {exc}")
             self.source_ended.set()
         else:
             self.source_ended.set()
@@ -198,7 +130,7 @@ class VoiceLoop:
         self.state = state
         session_id = self.runner.conversation.session_id if self.runner else None
         self.signals.publish(StateSignal(state=state, session_id=session_id))
-        self.audit.record("voice.state", state=state.value, session_id=session_id)
+        self.audit.record(AuditKind.VOICE_STATE, state=state.value, session_id=session_id)
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -264,7 +196,7 @@ class VoiceLoop:
         try:
             await self._open_output()
             self._set_state(SessionState.LISTENING)
-            self.audit.record("voice.session_opened", session_id=self.runner.conversation.session_id,
+            self.audit.record(AuditKind.VOICE_SESSION_OPENED, session_id=self.runner.conversation.session_id,
                               trigger=type(first).__name__, reason=getattr(first, "reason", None))
             pending: Inbox | None = first
             while True:
@@ -295,7 +227,7 @@ class VoiceLoop:
                     continue
                 pending = message
         finally:
-            self.audit.record("voice.session_closed", session_id=self.runner.conversation.session_id, reason=reason)
+            self.audit.record(AuditKind.VOICE_SESSION_CLOSED, session_id=self.runner.conversation.session_id, reason=reason)
             self._resume()
             await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
             self._set_state(SessionState.IDLE)
@@ -340,7 +272,7 @@ class VoiceLoop:
                 try:
                     await driver
                 except Exception as exc:  # a broken engine or device must not take the voice loop down
-                    self.audit.record("voice.turn_failed", turn=self._turns, error=f"{type(exc).__name__}: {exc}")
+                    self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
                     await speaker.cancel()
             else:
                 interrupted_by = await self._watch_for_barge_in(driver, pump)
@@ -349,7 +281,7 @@ class VoiceLoop:
                     driver.cancel()
                     await asyncio.gather(driver, return_exceptions=True)
                     await speaker.cancel()
-                    self.audit.record("voice.barge_in", turn=self._turns)
+                    self.audit.record(AuditKind.VOICE_BARGE_IN, turn=self._turns)
         except asyncio.CancelledError:
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
@@ -382,7 +314,7 @@ class VoiceLoop:
         try:
             await driver
         except Exception as exc:
-            self.audit.record("voice.turn_failed", turn=self._turns, error=f"{type(exc).__name__}: {exc}")
+            self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
         return pending_utterance
 
     async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord, *,
@@ -429,7 +361,7 @@ class VoiceLoop:
         self.records.append(record)
         if len(self.records) > MAX_RECORDS:
             del self.records[0]
-        self.audit.record("voice.turn", **record.as_audit())
+        self.audit.record(AuditKind.VOICE_TURN, **record.as_audit())
         if self.on_turn is not None:
             self.on_turn(record)
 

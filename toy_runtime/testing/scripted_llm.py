@@ -55,354 +55,24 @@ reject one form of a field: "tool_choice_object" (a named `tool_choice` object: 
 500 like llama-cpp-python).
 `server.dropped` counts requests dropped by "close_keepalive".
 
-Command line, for demos (`toy-runtime chat --llm-base-url http://127.0.0.1:8765/v1`):
-
-    python -m toy_runtime.testing.scripted_llm --port 8765 --script demo.json
-
-Script file format (JSON; every key optional):
-
-    {
-      "model": "scripted-model",
-      "rules": [                                   # tried first, in order, on every request
-        {"match": "volume|louder",                 # regex searched (case-insensitive) in the last message
-         "role": "user",                           # optional: role of the last message
-         "tools": false,                           # optional: whether the request carries `tools`
-         "reply": {"text": "Okay!<agent_events>device.volume.adjust</agent_events>"}}
-      ],
-      "replies": [{"text": "Hello there.", "chunk_size": 3}],   # then consumed one per request
-      "default": {"text": "Sorry, I have nothing scripted for that."}
-    }
-
-A reply object has the `Reply` fields; `tool_calls` is a list of `{"name": ..., "arguments": {...} or
-"json string"}` (or `[name, arguments]` pairs).
+The JSON script-file format and the command line that serves one (`python -m
+toy_runtime.testing.scripted_script --script demo.json`) are in `scripted_script.py`.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import logging
-import re
-import select
-import signal
 import socket
 import threading
-import time
 from collections import deque
-from dataclasses import dataclass, field, fields
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
-from .scripted_wire import Plan, content_text, estimate_prompt_tokens, estimate_tokens  # noqa: F401 (re-export)
+from .scripted_http import ScriptedHandler, ScriptedHTTPServer
+from .scripted_reply import FAULTS, REJECTIONS, REJECTIONS_MATCH, Reply  # noqa: F401 (re-export: the script's unit)
+from .scripted_wire import content_text, estimate_prompt_tokens, estimate_tokens  # noqa: F401 (re-export)
 
-log = logging.getLogger(__name__)
-
-FAULTS = (
-    "http_500",
-    "http_429",
-    "drop_before_done",
-    "disconnect",
-    "empty_stream",
-    "hang",
-    "no_usage",
-    "malformed_chunk",
-    "stall",
-    "garbage",
-    "http_400",
-    "close_keepalive",
-)
 
 Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
-
-# `reject_fields` entries that reject one form of a field: (param named in the error, message, HTTP status), and
-# the test
-REJECTIONS: dict[str, tuple[str, str, int]] = {
-    "tool_choice_object": ("tool_choice", "tool_choice: must be string (scripted, like llama-server)", 400),
-    "tool_choice_required": ("tool_choice", "tool_choice: unsupported value 'required' (scripted)", 400),
-    "response_format_json_schema": ("response_format", "response_format: type must be 'json_object' (scripted)",
-                                    400),
-    # llama-cpp-python answers its own request-validation error with a 500
-    "response_format_json_schema_500": ("response_format", "1 validation error: body.response_format.type: Input "
-                                        "should be 'text' or 'json_object' (scripted)", 500),
-}
-REJECTIONS_MATCH: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "tool_choice_object": lambda r: isinstance(r.get("tool_choice"), dict),
-    "tool_choice_required": lambda r: r.get("tool_choice") == "required",
-    "response_format_json_schema": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
-    "response_format_json_schema_500": lambda r: (r.get("response_format") or {}).get("type") == "json_schema",
-}
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer to one chat completion request."""
-
-    text: str = ""  # visible content; may contain an <agent_events> block
-    tool_calls: Sequence[tuple[str, str]] = ()  # (name, arguments JSON string); dict arguments are dumped
-    chunk_size: int = 4  # characters per content delta; 0 = all text in one delta
-    args_chunk_size: int = 6  # characters per tool-call argument fragment; 0 = one fragment
-    repeat_id_and_name: bool = False  # mimic servers that repeat id and full name in every tool delta
-    delay_s: float = 0.0  # after the headers, before the first chunk (time to first token)
-    chunk_delay_s: float = 0.0  # between chunks
-    content_then_tools: bool = True  # False streams the tool calls first
-    usage: Mapping[str, int] | None = None  # prompt_tokens / completion_tokens; missing keys are estimated
-    finish_reason: str | None = None  # default: "tool_calls" when there are calls, else "stop"
-    fault: str | None = None  # one of FAULTS
-    fault_after_chunks: int | None = None  # where the fault hits, in content/tool deltas (see module doc)
-    release: threading.Event | None = field(default=None, compare=False)  # ends delay_s / "stall" when set
-
-    def __post_init__(self) -> None:
-        if self.fault is not None and self.fault not in FAULTS:
-            raise ValueError(f"unknown fault {self.fault!r}; expected one of {', '.join(FAULTS)}")
-        calls = []
-        for call in self.tool_calls:
-            if isinstance(call, Mapping):
-                name, arguments = call["name"], call.get("arguments", "")
-            else:
-                name, arguments = call
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            calls.append((str(name), arguments))
-        object.__setattr__(self, "tool_calls", tuple(calls))
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Reply":
-        """Build a reply from its JSON script form; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown reply keys: {', '.join(sorted(unknown))}")
-        return cls(**data)
-
-
-class _Stop(Exception):
-    """The client went away or the server is closing: end this response quietly."""
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, chunked streaming
-    server: "_Server"
-
-    def setup(self) -> None:
-        super().setup()
-        # small SSE writes must leave at once: Nagle + delayed ACK otherwise add ~40 ms to the first token
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.owner._track(self.connection, add=True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.owner._track(self.connection, add=False)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("scripted-llm %s - " + format, self.address_string(), *args)
-
-    # ---- routes -------------------------------------------------------------------------------
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            owner = self.server.owner
-            data = [{"id": owner.model, "object": "model", "created": 0, "owned_by": "scripted"}]
-            self._send_json(200, {"object": "list", "data": data})
-        else:
-            self._send_error(404, f"no route GET {self.path}", "not_found_error")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_error(404, f"no route POST {self.path}", "not_found_error")
-            return
-        try:
-            request = json.loads(raw or b"null")
-            if not isinstance(request, dict):
-                raise ValueError("body is not a JSON object")
-        except ValueError as exc:
-            self._send_error(400, f"invalid JSON body: {exc}", "invalid_request_error")
-            return
-        owner = self.server.owner
-        if getattr(self, "_expired", False):  # "close_keepalive": this connection is treated as timed out
-            owner._count_dropped(request)
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        rejected = owner._rejected_field(request)
-        if rejected is not None:
-            param, message, status = REJECTIONS.get(rejected, (rejected, f"Unsupported param: {rejected} (scripted)",
-                                                               400))
-            self._send_error(status, message, "invalid_request_error", param=param)
-            return
-        number, reply = owner._next_reply(request)
-        if reply is None:
-            self._send_error(500, "scripted_llm: no reply left in the script", "server_error")
-            return
-        plan = Plan(reply, request, number, owner.model)
-        try:
-            if reply.fault in ("http_500", "http_429", "http_400"):
-                self._fault_status(reply.fault)
-            elif reply.fault == "garbage":
-                self._garbage()
-            elif request.get("stream"):
-                self._stream(plan, request)
-            else:
-                self._whole(plan)
-        except (_Stop, OSError):
-            self.close_connection = True
-            return
-        if reply.fault == "close_keepalive":
-            self._expired = True
-
-    # ---- responses ----------------------------------------------------------------------------
-
-    def _fault_status(self, fault: str) -> None:
-        if fault == "http_429":
-            self._send_error(429, "Rate limit reached (scripted)", "rate_limit_error", {"Retry-After": "1"})
-        elif fault == "http_400":
-            self._send_error(400, "This model's maximum context length was exceeded (scripted)",
-                             "invalid_request_error")
-        else:
-            self._send_error(500, "The server had an error (scripted)", "server_error")
-
-    def _garbage(self) -> None:
-        body = b"<html><body><h1>502 Bad Gateway</h1>upstream went away</body></html>\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _stream(self, plan: Plan, request: Mapping[str, Any]) -> None:
-        reply = plan.reply
-        options = request.get("stream_options") or {}
-        include_usage = bool(options.get("include_usage")) and reply.fault != "no_usage"
-        deltas = plan.deltas()
-        fault_at = reply.fault_after_chunks
-        if fault_at is None:
-            fault_at = len(deltas) // 2 if reply.fault in ("disconnect", "malformed_chunk") else len(deltas)
-        if reply.fault == "hang" and reply.fault_after_chunks is None:
-            self._hang()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        if reply.fault == "empty_stream":
-            self._end_body()
-            return
-        if reply.fault == "stall":
-            self._hang(reply.release)
-            return
-        self._pause(reply.delay_s, reply.release)
-        self._write(plan.chunk({"role": "assistant", "content": ""}, with_usage=include_usage))
-        for n, delta in enumerate(deltas):
-            if n == fault_at and self._stream_fault(reply.fault):
-                return
-            self._pause(reply.chunk_delay_s)
-            self._write(plan.chunk(delta, with_usage=include_usage))
-        if len(deltas) <= fault_at and self._stream_fault(reply.fault):
-            return
-        self._pause(reply.chunk_delay_s)
-        self._write(plan.chunk({}, plan.finish_reason, with_usage=include_usage))
-        if include_usage:
-            self._write(plan.usage_chunk())
-        self._write(b"data: [DONE]\n\n")
-        self._end_body()
-
-    def _stream_fault(self, fault: str | None) -> bool:
-        """Apply a mid-stream fault at its point; True when the response is over."""
-        if fault == "drop_before_done":
-            self._end_body()
-            return True
-        if fault == "disconnect":
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)  # body left incomplete on purpose
-            return True
-        if fault == "hang":
-            self._hang()
-            return True
-        if fault == "malformed_chunk":
-            self._write(b"data: {\"id\": \"chatcmpl-broken\", \"choices\": [\n\n")
-        return False
-
-    def _whole(self, plan: Plan) -> None:
-        fault = plan.reply.fault
-        if fault in ("hang", "stall"):
-            self._hang(plan.reply.release)
-            return
-        self._pause(plan.reply.delay_s, plan.reply.release)
-        body = json.dumps(plan.completion(with_usage=fault != "no_usage"), ensure_ascii=False).encode()
-        if fault == "empty_stream":
-            body = b""
-        elif fault == "malformed_chunk":
-            body = body[: len(body) // 2]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if fault in ("drop_before_done", "disconnect"):
-            self.close_connection = True
-            self.wfile.write(body[: len(body) // 2])  # fewer bytes than Content-Length promised
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        self.wfile.write(body)
-
-    def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _send_error(self, status: int, message: str, kind: str, headers: Mapping[str, str] | None = None,
-                    param: str | None = None) -> None:
-        self._send_json(status, {"error": {"message": message, "type": kind, "param": param, "code": None}}, headers)
-
-    # ---- low level ----------------------------------------------------------------------------
-
-    def _write(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))  # one HTTP chunk per SSE event
-
-    def _end_body(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-
-    def _pause(self, seconds: float, release: threading.Event | None = None) -> None:
-        stopping = self.server.owner._stopping
-        if seconds <= 0 or (release is not None and release.is_set()):
-            return
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            if stopping.wait(min(left, 0.02)):
-                raise _Stop
-            if release is not None and release.is_set():
-                return
-
-    def _hang(self, release: threading.Event | None = None) -> None:
-        """Send nothing until the client disconnects, the server closes, or `release` is set."""
-        self.close_connection = True
-        stopping = self.server.owner._stopping
-        while not stopping.wait(0.05):
-            if release is not None and release.is_set():
-                return
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            if readable and not self.connection.recv(1, socket.MSG_PEEK):
-                return  # the client closed its end (timed out)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    owner: "ScriptedLLMServer"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hangs up mid-response is routine here (timeouts, fault tests): no traceback spam.
-        log.debug("scripted-llm: connection from %s ended with an error", client_address, exc_info=True)
 
 
 class ScriptedLLMServer:
@@ -420,7 +90,7 @@ class ScriptedLLMServer:
     ) -> None:
         """`script`: replies consumed one per request, or a callable answering each request body;
         `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools", or one form
-        of a field: see REJECTIONS)."""
+        of a field: see scripted_reply.REJECTIONS)."""
         self.model = model
         self.reject_fields = tuple(reject_fields)
         self.dropped = 0
@@ -435,7 +105,7 @@ class ScriptedLLMServer:
         self._errors: list[str] = []
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._server: ScriptedHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # ---- script ---------------------------------------------------------------------------------
@@ -518,7 +188,7 @@ class ScriptedLLMServer:
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = _Server((self._host, self._port), _Handler)
+        server = ScriptedHTTPServer((self._host, self._port), ScriptedHandler)
         server.owner = self
         self._server = server
         self._thread = threading.Thread(
@@ -563,67 +233,3 @@ class ScriptedLLMServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)  # shutdown() waits for the serve loop; keep the event loop free
-
-
-# ---- JSON script files ----------------------------------------------------------------------------
-
-
-def _last_message(request: Mapping[str, Any]) -> Mapping[str, Any]:
-    messages = request.get("messages") or [{}]
-    return messages[-1] if isinstance(messages[-1], Mapping) else {}
-
-
-def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> ScriptedLLMServer:
-    """Build an (unstarted) server from a JSON script file; see the module docstring for the format."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    rules = [
-        (
-            re.compile(rule.get("match", ""), re.IGNORECASE),
-            rule.get("role"),
-            rule.get("tools"),
-            Reply.from_dict(rule["reply"]),
-        )
-        for rule in data.get("rules", ())
-    ]
-    queue = deque(Reply.from_dict(r) for r in data.get("replies", ()))
-    default = Reply.from_dict(data["default"]) if "default" in data else None
-
-    def respond(request: dict[str, Any]) -> Reply | None:
-        last = _last_message(request)
-        text = content_text(last.get("content"))
-        for pattern, role, tools, reply in rules:
-            if role is not None and last.get("role") != role:
-                continue
-            if tools is not None and bool(request.get("tools")) != tools:
-                continue
-            if pattern.search(text):
-                return reply
-        return queue.popleft() if queue else None  # None → the server's default
-
-    model = data.get("model", "scripted-model")
-    return ScriptedLLMServer(respond, default=default, model=model, host=host, port=port)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Serve a script file until interrupted."""
-    parser = argparse.ArgumentParser(
-        prog="python -m toy_runtime.testing.scripted_llm", description="Serve a scripted OpenAI-compatible LLM."
-    )
-    parser.add_argument("--script", required=True, help="JSON script file (format in the module docstring)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    args = parser.parse_args(argv)
-    server = load_script(args.script, host=args.host, port=args.port)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    with server:
-        print(f"scripted LLM serving on {server.url}", flush=True)
-        try:
-            done.wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,19 +1,17 @@
 """The wire format of the scripted LLM server: Chat Completions chunks, bodies and rough token counts.
 
-Kept apart from the server (`scripted_llm.py`) so the HTTP/fault handling and the OpenAI payload shapes each stay
-small. Nothing here does I/O.
+Kept apart from the server (`scripted_llm.py`) and its HTTP handler (`scripted_http.py`) so the fault handling and
+the OpenAI payload shapes each stay small. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..language import estimate_tokens
-
-if TYPE_CHECKING:
-    from .scripted_llm import Reply
+from .scripted_reply import Reply
 
 
 def content_text(content: Any) -> str:

@@ -17,6 +17,7 @@ import sys
 from typing import Callable, TextIO
 
 from ..config import Settings
+from ..events import AuditKind
 from ..errors import StartError
 from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides
@@ -97,7 +98,7 @@ class WebConsole:
         self._tasks.append(asyncio.create_task(pump_signals(runtime.signals, self.hub), name="console:signals"))
         if mqtt.url:
             self._tasks.append(asyncio.create_task(self._watch_mqtt(), name="console:mqtt"))
-        runtime.audit.record("console.started", url=self.server.url, token_required=token is not None)
+        runtime.audit.record(AuditKind.CONSOLE_STARTED, url=self.server.url, token_required=token is not None)
         hint = " (open it with ?token=… from TOY_WEB__TOKEN)" if token else ""
         print(f"console: {self.server.url}{hint}", file=stream or sys.stderr, flush=True)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..events import AuditKind
 from .controls import ControlError, Controls
 from .hub import ConsoleHub
 
@@ -117,7 +118,7 @@ class ConsoleServer:
 
     def _refuse(self, request: web.Request, peer: str, status: int, reason: str) -> web.Response:
         if request.method == "POST" or status == 401:
-            self.audit.record("console.refused", path=request.path, method=request.method, peer=peer, reason=reason)
+            self.audit.record(AuditKind.CONSOLE_REFUSED, path=request.path, method=request.method, peer=peer, reason=reason)
         return web.Response(status=status, text=reason + "\n")
 
     # -- pages ---------------------------------------------------------------------------------------
@@ -169,10 +170,10 @@ class ConsoleServer:
         try:
             outcome = await self.controls.run(action, body)
         except ControlError as exc:
-            self.audit.record("console.control", action=action, arguments=body, peer=peer, status="refused",
+            self.audit.record(AuditKind.CONSOLE_CONTROL, action=action, arguments=body, peer=peer, status="refused",
                               error=str(exc))
             return web.json_response({"ok": False, "error": str(exc)}, status=400)
-        self.audit.record("console.control", action=action, arguments=body, peer=peer,
+        self.audit.record(AuditKind.CONSOLE_CONTROL, action=action, arguments=body, peer=peer,
                           status="ok" if outcome.get("ok") else "failed", outcome=outcome)
         if action in ("mode", "events"):
             self.hub.update_status(overrides={k: v for k, v in outcome.items() if k != "ok"})

