@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 
 from toy_runtime.agent.llm import CallStats, ChatClient, ContentDelta
@@ -87,6 +88,7 @@ def _timed(url: str, *, first: float, read: float) -> ChatClient:
                       first_token_timeout_s=first)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_first_token_and_between_chunk_timeouts_are_separate():
     with ScriptedLLMServer() as server:
         client = _timed(server.url, first=0.4, read=5.0)
@@ -105,6 +107,7 @@ async def test_first_token_and_between_chunk_timeouts_are_separate():
             await client.aclose()
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_a_slow_first_token_is_not_a_between_chunk_timeout():
     """A cold prefill longer than the between-chunk timeout is fine while it is within the first-token one."""
     with ScriptedLLMServer(default=Reply(text="Made it.", delay_s=0.6)) as server:

@@ -135,6 +135,7 @@ async def test_keep_alive_connection_serves_several_requests_and_callable_script
     assert len(server.requests) == 3
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_delay_before_first_chunk_is_honoured():
     async with ScriptedLLMServer([Reply(text="Hello.", delay_s=0.3)]) as server:
         async with client(server) as llm:
@@ -221,6 +222,7 @@ async def test_malformed_chunk_raises_a_decode_error():
                 await collect(llm)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.timeout(30)
 async def test_hang_times_out_and_the_next_request_works():
     async with ScriptedLLMServer([Reply(text="x", fault="hang"), Reply(text="after")]) as server:
@@ -230,6 +232,7 @@ async def test_hang_times_out_and_the_next_request_works():
             assert content(await collect(llm)) == "after"
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.timeout(30)
 async def test_hang_mid_stream_times_out_after_the_first_chunks():
     reply = Reply(text="abcdefgh", chunk_size=2, fault="hang", fault_after_chunks=2)
@@ -297,6 +300,7 @@ async def test_load_script_rules_queue_and_default(tmp_path):
     assert [(c.name, c.arguments) for c in assembler.finish()] == [("device_volume_adjust", {"delta": -10})]
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.timeout(60)
 async def test_command_line_serves_a_script_file(tmp_path):
     path = tmp_path / "script.json"

@@ -82,6 +82,7 @@ async def test_paused_listener_hears_nothing_and_resume_starts_clean():
     assert asr.starts == 0
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_pause_mid_utterance_discards_it_and_resume_hears_the_next():
     # real-time paced so a resume can happen "later", during the silence between the two utterances
     src = ListSource.from_segments(

@@ -42,6 +42,7 @@ def make_sink(request, tmp_path):
     return lambda factory: factory(tmp_path)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.parametrize("factory", SINKS)
 async def test_answers_report_their_first_sample_in_order_and_drain_waits_for_the_audio(make_sink, factory):
     sink = make_sink(factory)

@@ -29,6 +29,7 @@ async def _run(dataset, server, **config):
     return await run_bench(cfg, dataset)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_each_conversation_starts_cold_with_its_own_prefix_and_later_turns_are_warm():
     dataset = load_dataset(DATASET).subset(["en-05", "zh-06"])
     oracle = Oracle(dataset, request_time=NOW, timezone=DEFAULT_TIMEZONE)
@@ -78,6 +79,7 @@ async def test_without_streamed_usage_the_server_counts_the_replayed_first_call(
     assert tokens["first_call_prompt_estimated"]["n"] == 0
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_usage_in_the_stream_needs_no_replay_and_no_count_falls_back_to_a_labelled_estimate():
     dataset = load_dataset(DATASET).subset(["en-05"])
     oracle = Oracle(dataset, request_time=NOW, timezone=DEFAULT_TIMEZONE)
@@ -103,6 +105,7 @@ def test_the_bench_keeps_the_runtimes_timeouts_unless_told_otherwise(tmp_path):
     assert (overridden.llm.first_token_timeout_s, overridden.llm.read_timeout_s) == (90, 60)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_local_models_cost_zero_and_a_flat_price_replaces_the_table(tmp_path):
     assert is_loopback("http://127.0.0.1:8099/v1") and is_loopback("http://localhost:8080/v1")
     assert is_loopback("http://[::1]:8080/v1") and not is_loopback("https://api.openai.com/v1")

@@ -37,6 +37,7 @@ async def _replay(dataset, server, **config):
     return await run_bench(cfg, dataset)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_oracle_replay_scores_perfect_event_selection_in_both_modes():
     dataset = load_dataset(DATASET).subset(SUBSET)
     oracle, server = _oracle(dataset)
@@ -67,6 +68,7 @@ async def test_oracle_replay_scores_perfect_event_selection_in_both_modes():
         assert group["calls"]["ordinary_turns_one_call"]["value"] == 1.0
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_disabled_condition_sends_no_tools_and_no_catalog():
     dataset = load_dataset(DATASET).subset(["en-05", "zh-06"])
     oracle, server = _oracle(dataset)
@@ -83,6 +85,7 @@ async def test_disabled_condition_sends_no_tools_and_no_catalog():
     assert all(r["metrics"]["llm_calls"] == 1 for r in records)
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_provider_faults_on_tool_requests_are_counted_not_fatal():
     """Like llama.cpp failing on streamed tools: every tools request breaks, the run goes on and says so."""
     dataset = load_dataset(DATASET).subset(["en-06"])
@@ -142,6 +145,7 @@ def test_metric_definitions_count_false_positives_and_misses():
     assert accuracy["multi_event_recall"] == {"value": 0.5, "num": 1, "den": 2}
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_cli_writes_markdown_json_records_and_a_png(tmp_path, capsys):
     out = tmp_path / "report"
     code = bench_main(["modes", "--scripted", "--zero-delay", "--conversations", "en-06,zh-06",
@@ -160,6 +164,7 @@ def test_cli_writes_markdown_json_records_and_a_png(tmp_path, capsys):
     assert "report:" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_small_model_habits_are_counted_as_hidden_not_leaked():
     """Markdown and a Hermes tool call on every first answer: the guard hides them, the bench says so per kind."""
     dataset = load_dataset(DATASET).subset(["en-06"])

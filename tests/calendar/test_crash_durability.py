@@ -7,6 +7,7 @@ acknowledged key plus the next one — as a retransmitting client would.
 
 from __future__ import annotations
 
+import pytest
 import os
 import signal
 import sqlite3
@@ -84,6 +85,7 @@ def run_child_until_killed(db: Path, script: Path, start: int, acks_before_kill:
     return acked
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_sigkill_mid_write_then_restart(tmp_path):
     db = tmp_path / "calendar.db"
     script = tmp_path / "writer.py"

@@ -25,6 +25,7 @@ def test_the_listing_keeps_an_unavailable_command_and_says_why(monkeypatch, caps
     assert "schedules" in out and "unavailable" in out and "chat" in out
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_running_one_command_imports_only_its_module():
     import subprocess
     import sys

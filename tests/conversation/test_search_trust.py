@@ -49,6 +49,7 @@ async def test_search_off_the_model_is_not_offered_it_and_a_request_gets_the_hon
     assert turn.end.llm_calls == 1 and turn.metrics["event_agent"]["calls"] == 0
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.parametrize("mode", MODES)
 async def test_search_off_an_explicit_search_request_is_answered_honestly_without_the_model(mode, llm_server,
                                                                                           make_harness):

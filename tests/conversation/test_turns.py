@@ -82,6 +82,7 @@ async def test_parity_same_scenario_same_results(llm_server, make_harness):
     assert [o[1] for o in outcomes["dual_agent"]] == [EventStatus.SUCCEEDED] * 2
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.parametrize("mode", MODES)
 async def test_multiple_events_execute_concurrently(mode, llm_server, make_harness):
     from toy_runtime.fakes.search import StaticSearch
@@ -252,6 +253,7 @@ async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server,
     assert h.audit.of("chat.unclosed_event_block")
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_event_dispatched_before_reply_ends(llm_server, make_harness):
     """The block closes early; slow text after it must not delay the event."""
     llm_server.add(Reply(text="Okay!<agent_events>device.volume.adjust</agent_events> And here is a long story "
@@ -264,6 +266,7 @@ async def test_event_dispatched_before_reply_ends(llm_server, make_harness):
     assert turn.metrics["dispatch_delay_ms_max"] < 50  # target ≤ 5 ms; bound loose for a noisy box
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_tool_call_dispatched_before_stream_ends(llm_server, make_harness):
     llm_server.add(Reply(text="Okay!", tool_calls=[
         ("adjust_device_volume", json.dumps({"mode": "absolute", "value": 20})),

@@ -141,6 +141,7 @@ async def test_terminal_event_runs_after_siblings(recorder, context):
     assert [r.name for r in outcome.results] == ["test.end", "test.work"]
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_terminal_barrier_is_bounded(recorder, context):
     end = make_definition("test.end", "end", recorder.handler("end"), policy=ResultPolicy.TERMINATE, terminal=True)
     stuck = make_definition("test.stuck", "stuck", recorder.handler("stuck", delay=2), timeout_s=3)
@@ -332,6 +333,7 @@ def test_redaction_keeps_numbers_and_hides_secret_text():
     assert "abcdefghijkl" not in out["note"]
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_terminal_barrier_is_timed_from_close_not_open(recorder, context):
     end = make_definition("test.end", "end", recorder.handler("end"), policy=ResultPolicy.TERMINATE, terminal=True)
     slow = make_definition("test.slow", "slow", recorder.handler("slow", delay=0.3))
@@ -345,6 +347,7 @@ async def test_terminal_barrier_is_timed_from_close_not_open(recorder, context):
     assert [c[0] for c in recorder.calls] == ["slow", "end"]
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_conflict_classes_hold_across_batches(recorder, context):
     a = make_definition("test.vol_a", "vol_a", recorder.handler("a", delay=0.15), concurrency_class="dev")
     b = make_definition("test.vol_b", "vol_b", recorder.handler("b", delay=0.15), concurrency_class="dev")
@@ -355,6 +358,7 @@ async def test_conflict_classes_hold_across_batches(recorder, context):
     assert s2 >= e1  # a remote command and a turn's event of one class never overlap
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_batch_deadline_runs_from_dispatch_not_from_the_open(context):
     """A long reply before its first event must not use up the events' time."""
 

@@ -133,6 +133,7 @@ async def test_with_the_fix_applied_the_probe_is_clean(make_settings) -> None:
     assert "estimated" in results["llm"].detail  # no usage: the token count is labelled an estimate
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_no_first_token_in_time_names_the_timeout_setting(make_settings) -> None:
     release = threading.Event()
     try:
@@ -169,6 +170,7 @@ async def test_offline_is_a_warning_and_does_not_fail(make_settings) -> None:
     assert "fix: set llm.base_url" in out.getvalue()
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_a_hanging_check_is_cut_by_its_timeout(make_settings) -> None:
     async with ScriptedLLMServer(default=Reply(fault="hang")) as server:
         settings = make_settings(TOY_LLM__BASE_URL=server.url)

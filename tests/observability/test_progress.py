@@ -65,6 +65,7 @@ async def test_cancellation_is_reported_and_propagates() -> None:
     assert spinner_tasks() == []
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_spinner_on_a_terminal_names_concurrent_steps_and_stops() -> None:
     out = FakeTty()
     progress = LoadingProgress(out, interval_s=0.01)

@@ -117,6 +117,7 @@ def test_the_real_voice_turn_record_is_read(tmp_path: Path) -> None:
     assert turn.events[0].at_ms == pytest.approx(950.0) and turn.events[0].status == "succeeded"
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_png_report_and_console_summary(audit_file: Path, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     png = tmp_path / "report.png"
@@ -136,6 +137,7 @@ def test_png_report_and_console_summary(audit_file: Path, tmp_path: Path) -> Non
     assert f"wrote {png}" in text and err.getvalue() == ""
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_html_report_embeds_the_picture_and_a_row_per_turn(audit_file: Path, tmp_path: Path) -> None:
     page = tmp_path / "out" / "report.html"
     assert main(["report", str(audit_file), "--out", str(page)]) == EXIT_OK
@@ -172,6 +174,7 @@ def test_missing_file_and_bad_out_are_usage_errors(tmp_path: Path, capsys: pytes
     assert "must end in .png or .html" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_many_turns_render(tmp_path: Path) -> None:
     rng = random.Random(7)
     lines = [json.dumps(voice_record(i, f"utterance {i}", rng.uniform(700, 2000), ttft=rng.uniform(100, 600)))

@@ -55,6 +55,7 @@ async def test_empty_results_are_not_an_error(fake_searxng):
     assert result.query == "giant panda"
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_slow_instance_is_a_transient_error_within_the_budget(fake_searxng):
     fake_searxng.set_mode("slow", delay_s=2.0)
     started = time.monotonic()

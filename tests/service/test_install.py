@@ -94,6 +94,7 @@ def installed(tmp_path_factory):
     return {"root": root, "args": args, "first": first, "voice": voice, "archive": archive}
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_script_syntax_and_shellcheck():
     assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
     if shutil.which("shellcheck") is None:
@@ -102,6 +103,7 @@ def test_script_syntax_and_shellcheck():
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_dry_run_prints_every_action_and_changes_nothing(tmp_path):
     root = tmp_path / "root"
     result = run_installer("--dry-run", "--prefix", str(root), "--allow-unverified")
@@ -114,6 +116,7 @@ def test_dry_run_prints_every_action_and_changes_nothing(tmp_path):
     assert not root.exists()
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 def test_dry_run_reports_an_unverified_checksum_as_a_failure(tmp_path):
     result = run_installer("--dry-run", "--prefix", str(tmp_path / "root"), "--skip-system", check=False)
     assert result.returncode == 1

@@ -65,6 +65,7 @@ def test_watchdog_interval_from_environment(notify_listener, monkeypatch):
         assert notifier.watchdog_interval_s() is None, bad
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_watchdog_pings_from_the_loop_and_stop_while_it_is_blocked(notify_listener, monkeypatch):
     interval_s = 0.2  # WatchdogSec=200ms → a ping every 100 ms
     monkeypatch.setenv("WATCHDOG_USEC", str(int(interval_s * 1_000_000)))
@@ -93,6 +94,7 @@ async def test_watchdog_pings_from_the_loop_and_stop_while_it_is_blocked(notify_
     assert max(gaps) >= (unblocked_at - blocked_at) - 0.1
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_unhealthy_runtime_withholds_pings(notify_listener, monkeypatch):
     monkeypatch.setenv("WATCHDOG_USEC", "100000")
     healthy = threading.Event()

@@ -4,6 +4,7 @@ time so flushes really cut audio)."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import time
 
@@ -91,6 +92,7 @@ class Rig:
         await self.runtime.aclose()
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_half_duplex_turn_and_terminate_closes_the_session(tmp_path):
     with ScriptedLLMServer([Reply(text="Sure, I'll make it quieter."
                                        "<agent_events>device.volume.adjust</agent_events>"),
@@ -120,6 +122,7 @@ async def test_half_duplex_turn_and_terminate_closes_the_session(tmp_path):
     assert closed[-1]["reason"] == "terminated"
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp_path):
     long_text = "Once upon a time there was a very long story. " * 6
     script = [Reply(text=long_text + "<agent_events>session.terminate</agent_events>", chunk_size=8,
@@ -149,6 +152,7 @@ async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp
     assert rig.audit.of("voice.barge_in")
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_host_event_opens_a_session_and_speaks_the_reminder(tmp_path):
     with ScriptedLLMServer([]) as llm:
         rig = Rig(tmp_path, llm.url, idle_timeout_s=0.3)
@@ -163,6 +167,7 @@ async def test_host_event_opens_a_session_and_speaks_the_reminder(tmp_path):
     assert llm.requests == []  # a reminder is not disguised as user text: no LLM turn
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_idle_timeout_and_close_request(tmp_path):
     with ScriptedLLMServer([]) as llm:
         rig = Rig(tmp_path, llm.url, idle_timeout_s=0.2)
@@ -208,6 +213,7 @@ async def test_tts_failure_does_not_take_the_loop_down(tmp_path):
         await rig.close()
 
 
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_stop_during_a_barge_in_turn_is_honoured(tmp_path):
     with ScriptedLLMServer([Reply(text="A long story. " * 30, chunk_size=6, chunk_delay_s=0.03)]) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True)
