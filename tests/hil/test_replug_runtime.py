@@ -14,19 +14,15 @@ entry points at a sink that never comes back.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import signal
-import socket
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.hil.test_spoken_turn import wait_for_record
-from tests.service.conftest import NotifyListener
+from tests.service.conftest import listening_notify_socket
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records, child_env
 
@@ -82,20 +78,9 @@ async def wait_until(predicate, timeout: float, what: str, proc, log: Path) -> N
 
 @pytest.fixture
 def notify():
-    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET (short path: AF_UNIX limits it)."""
-    directory = Path(tempfile.mkdtemp(prefix="sdn-"))
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(directory / "notify.sock"))
-    listener = NotifyListener(path=directory / "notify.sock", sock=sock)
-    thread = threading.Thread(target=listener._loop, name="notify-listener", daemon=True)
-    thread.start()
-    try:
+    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET."""
+    with listening_notify_socket() as listener:
         yield listener
-    finally:
-        listener._stop.set()
-        thread.join(timeout=2)
-        sock.close()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_a_replugged_mic_is_found_by_name_and_a_missing_one_stops_the_watchdog(rig, speak, notify, tmp_path):

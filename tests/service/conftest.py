@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import tempfile
@@ -63,10 +64,11 @@ class NotifyListener:
         return False
 
 
-@pytest.fixture
-def notify_listener(monkeypatch):
-    """NOTIFY_SOCKET points at a socket this test reads; WATCHDOG_* start unset."""
-    # A short private dir: AF_UNIX paths are limited to 107 bytes, pytest's tmp_path can be longer.
+@contextlib.contextmanager
+def listening_notify_socket():
+    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET, read on a thread.
+
+    A short private dir: AF_UNIX paths are limited to 107 bytes, pytest's tmp_path can be longer."""
     directory = Path(tempfile.mkdtemp(prefix="sdn-"))
     path = directory / "notify.sock"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -74,9 +76,6 @@ def notify_listener(monkeypatch):
     listener = NotifyListener(path=path, sock=sock)
     thread = threading.Thread(target=listener._loop, name="notify-listener", daemon=True)
     thread.start()
-    monkeypatch.setenv("NOTIFY_SOCKET", str(path))
-    monkeypatch.delenv("WATCHDOG_USEC", raising=False)
-    monkeypatch.delenv("WATCHDOG_PID", raising=False)
     try:
         yield listener
     finally:
@@ -84,3 +83,13 @@ def notify_listener(monkeypatch):
         thread.join(timeout=2)
         sock.close()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def notify_listener(monkeypatch):
+    """NOTIFY_SOCKET points at a socket this test reads; WATCHDOG_* start unset."""
+    with listening_notify_socket() as listener:
+        monkeypatch.setenv("NOTIFY_SOCKET", str(listener.path))
+        monkeypatch.delenv("WATCHDOG_USEC", raising=False)
+        monkeypatch.delenv("WATCHDOG_PID", raising=False)
+        yield listener
