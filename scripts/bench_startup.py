@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from toy_runtime.testing.pulse import VirtualSoundCard  # noqa: E402
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer  # noqa: E402
-from toy_runtime.testing.services import audit_records  # noqa: E402
+from toy_runtime.testing.services import audit_records, end_process  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -65,12 +65,7 @@ def start_once(card: VirtualSoundCard, state: Path, extra_env: dict[str, str], s
         return {"ready_ms": marks["ready"], "voice_ms": marks["voice"], "warm_ms": marks["warm"],
                 "rss_mb": round(rss_mb(proc.pid), 1), "marks": marks}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
 
 
 def summary(runs: list[dict], key: str) -> str:

@@ -22,9 +22,8 @@ from toy_runtime.session.items import EventOutcome, Speech
 from toy_runtime.metrics.voice_turn import VoiceTurnRecord
 from toy_runtime.signals import SessionState, SignalBus, StateSignal
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records, wait_for
+from toy_runtime.testing.services import audit_records, child_env, end_process, wait_for
 from toy_runtime.app.transcript import Transcript, transcript_wanted
-from toy_runtime.testing.services import child_env
 
 QUESTION = "what is the weather today"
 ANSWER = "It is sunny and warm today."
@@ -157,14 +156,7 @@ def answer_with_an_event(request):
     return Reply(text=ANSWER, tool_calls=[("adjust_device_volume", json.dumps({"mode": "absolute", "value": 30}))])
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+stop = end_process
 
 
 @pytest.mark.audio

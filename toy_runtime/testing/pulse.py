@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from .services import end_process
+
 __all__ = ["ProbeRecording", "Recording", "VirtualSoundCard", "pulseaudio_available", "start_probe"]
 
 MIC_SINK = "mic"
@@ -191,13 +193,8 @@ class VirtualSoundCard:
             rec.stop()
         self._recordings.clear()
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            end_process(proc, timeout_s=5)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -63,3 +63,17 @@ def child_env(*, drop: tuple[str, ...] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", *drop))}
     env["TOY_AGENT__HOLDING_CUE_AFTER_S"] = "600"
     return env
+
+
+def end_process(proc, timeout_s: float = 20.0) -> None:
+    """Terminate a child process and wait for it; kill it if it has not gone within `timeout_s`. Idempotent."""
+    import subprocess
+
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
