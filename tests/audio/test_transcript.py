@@ -233,7 +233,8 @@ def test_ptt_hold_space_to_talk(sound_card, speak, tmp_path):
 
         try:
             wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "ready", proc)
-            assert "hold space to talk" in term.text, term.text
+            # the audit line is written a moment before the hint reaches the terminal: wait for the hint itself
+            wait_for(lambda: "hold space to talk" in term.text, 10, "the push-to-talk hint", proc)
             holding.set()
             threading.Thread(target=hold_space, name="hold-space", daemon=True).start()
             wait_for(lambda: audit_records(audit, "voice.session_opened"), 30, "the session to open", proc)
