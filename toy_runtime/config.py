@@ -162,6 +162,9 @@ class AsrConfig(Section):
     engine: Literal["pocketsphinx", "vosk"] = "pocketsphinx"
     model_path: Path | None = Field(None, description="vosk model dir; pocketsphinx uses its bundled en-us model")
     grammar: tuple[str, ...] | None = Field(None, description="optional phrase list (vosk)")
+    early_final_ms: int = Field(100, ge=0, description="finish the recognizer after this much silence, during the "
+                                "hangover, so the transcript is ready when the turn ends (done again if speech "
+                                "resumes); 0 or >= vad.hangover_ms: only at the end of the hangover")
 
 
 class TtsConfig(Section):

@@ -213,3 +213,91 @@ async def test_a_live_source_gives_the_capture_lag_and_the_end_of_speech_on_the_
         assert utt.capture_lag_s == pytest.approx(lag)
         # decided − capture lag − hangover: on a live clock exactly the end of speech as captured
         assert utt.end_of_speech_clock == pytest.approx(101.835 - lag - 0.2)
+
+
+# early final: the recognizer is finished during the hangover, the transcript is ready at the endpoint
+
+async def run_listener(segments, transcripts, **kw):
+    src = source(*segments)
+    asr = ScriptedASR(transcripts)
+    listener = Listener(src, ScriptedVAD(), asr, CFG, **kw)
+    try:
+        events = await collect(listener, src)
+    finally:
+        await listener.aclose()
+    return events, asr, listener
+
+
+async def test_early_final_hears_only_the_first_part_of_the_hangover_and_times_the_utterance_the_same():
+    segments = (("silence", 500), ("speech", 600), ("silence", 800))
+    early, asr, listener = await run_listener(segments, ["turn it up"], early_final_ms=100)
+    late, late_asr, late_listener = await run_listener(segments, ["turn it up"])
+    [u] = [e for e in early if isinstance(e, Utterance)]
+    [v] = [e for e in late if isinstance(e, Utterance)]
+    assert u.text == v.text == "turn it up"
+    assert asr.utterance_ms == pytest.approx([200 + 600 + 100])  # pre-roll, speech, 100 ms of the tail
+    assert late_asr.utterance_ms == pytest.approx([200 + 600 + 200])  # the whole hangover
+    assert listener.early_finals == 1 and listener.early_final_replays == 0
+    assert late_listener.early_finals == 0
+    # the endpoint is where it was: the early final changes when the transcript is ready, not the turn's timing
+    assert (u.started_at, u.ended_at, u.endpoint_at, u.audio_ms) == pytest.approx(
+        (v.started_at, v.ended_at, v.endpoint_at, v.audio_ms))
+
+
+async def test_speech_resuming_after_an_early_final_replays_the_whole_utterance():
+    # a 160 ms pause: longer than the early final's 100 ms, shorter than the 200 ms hangover
+    segments = (("silence", 500), ("speech", 600), ("silence", 160), ("speech", 400), ("silence", 800))
+    events, asr, listener = await run_listener(segments, ["remind me to", "remind me to water the plants"],
+                                               early_final_ms=100)
+    utts = [e for e in events if isinstance(e, Utterance)]
+    assert [u.text for u in utts] == ["remind me to water the plants"]  # the early text was dropped
+    assert listener.early_final_replays == 1 and listener.early_finals == 1
+    # the second pass heard everything: pre-roll, speech, the whole pause, speech, 100 ms of the tail
+    assert asr.utterance_ms == pytest.approx([200 + 600 + 100, 200 + 600 + 160 + 400 + 100])
+    assert asr.starts == 2
+
+
+async def test_a_click_finished_early_is_still_discarded_and_the_next_utterance_is_whole():
+    segments = (("silence", 500), ("speech", 100), ("silence", 600), ("speech", 600), ("silence", 600))
+    events, asr, listener = await run_listener(segments, ["click", "hello there"], early_final_ms=100)
+    assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded, SpeechStart, Utterance]
+    assert events[-1].text == "hello there"
+
+
+async def test_pausing_after_an_early_final_discards_the_utterance():
+    # frames of 20 ms: speech ends at frame 45, the early final comes at 100 ms of silence (frame 50), the hangover
+    # would end at frame 55; the listener goes deaf at frame 52 and hears again from frame 70
+    src = source(("silence", 300), ("speech", 600), ("silence", 1000), ("speech", 600), ("silence", 600))
+    asr = ScriptedASR(["dropped", "the next one"])
+    listener = Listener(FrameHook(src, {52: lambda: listener.pause(), 70: lambda: listener.resume()}),
+                        ScriptedVAD(), asr, CFG, early_final_ms=100)
+    events = await collect(listener, src)
+    await listener.aclose()
+    assert [type(e) for e in events] == [SpeechStart, UtteranceDiscarded, SpeechStart, Utterance]
+    assert events[-1].text == "the next one"
+    assert listener.early_finals == 1  # the second utterance's; the first one's was dropped with it
+
+
+class FrameHook:
+    """A source wrapper that runs a callback just before handing out the n-th frame (1-based)."""
+
+    def __init__(self, inner: ListSource, hooks: dict) -> None:
+        self._inner, self._hooks, self._n = inner, hooks, 0
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        frame = await self._inner.__anext__()
+        self._n += 1
+        if self._n in self._hooks:
+            self._hooks[self._n]()
+        return frame
+
+
+@pytest.mark.parametrize("early_final_ms", [0, 200, 500])
+async def test_early_final_at_or_beyond_the_hangover_is_off(early_final_ms):
+    events, asr, listener = await run_listener((("silence", 500), ("speech", 600), ("silence", 800)), ["hi"],
+                                               early_final_ms=early_final_ms)
+    assert [e.text for e in events if isinstance(e, Utterance)] == ["hi"]
+    assert listener.early_finals == 0 and asr.utterance_ms == pytest.approx([1000.0])

@@ -44,6 +44,41 @@ async def test_wav_file_through_the_listener_gives_the_right_transcripts(tmp_pat
     assert all(u.asr_final_at >= u.decided_at for u in utts)
 
 
+async def transcripts(wav, sphinx, **listener_kw) -> tuple[list[str], Listener]:
+    from toy_runtime.adapters.webrtc_vad import WebRtcVad
+
+    src = WavFileSource(wav, frame_ms=20)
+    listener = Listener(src, WebRtcVad(2), sphinx, CFG, **listener_kw)
+    await src.start()
+    try:
+        events = [e async for e in listener.events()]
+    finally:
+        await listener.aclose()
+        await src.aclose()
+    return [e.text for e in events if isinstance(e, Utterance)], listener
+
+
+async def test_the_early_final_gives_the_right_words(tmp_path, speak, sphinx):
+    phrases = ["what is the weather today", "play some music", "turn the volume up"]
+    audio = gap(600)
+    for i, phrase in enumerate(phrases):
+        audio += speak(phrase).pcm + gap(900, seed=i + 1)
+    wav = write_wav(tmp_path / "turns.wav", audio, 22050)
+    early, listener = await transcripts(wav, sphinx, early_final_ms=100)
+    assert early == phrases
+    assert listener.early_finals == 3 and listener.early_final_replays == 0
+
+
+async def test_a_pause_longer_than_the_early_final_is_heard_again_whole(tmp_path, speak, sphinx):
+    # ~180 ms of quiet in the middle (piper's own ~120 ms tail + 60 ms): past the 100 ms early final, inside the
+    # 300 ms hangover
+    a, b = speak("what is the weather"), speak("today")
+    wav = write_wav(tmp_path / "pause.wav", gap(600) + a.pcm + gap(60, seed=1) + b.pcm + gap(900, seed=2), 22050)
+    texts, listener = await transcripts(wav, sphinx, early_final_ms=100)
+    assert texts == ["what is the weather today"]
+    assert listener.early_final_replays >= 1 and listener.early_finals == 1
+
+
 async def test_wav_sink_writes_one_file_per_answer(tmp_path, speak):
     sink = WavFileSink(tmp_path / "out", prefix="turn1-")
     await sink.start()

@@ -105,7 +105,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
     console = build_console(settings, "demo")  # None unless --web / [web] listen
-    listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings))
+    listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings),
+                        early_final_ms=settings.asr.early_final_ms)
     runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
     if console is not None:
         console.attach(runtime)

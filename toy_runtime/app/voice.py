@@ -134,7 +134,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     mic = ReopeningSource(lambda: build_microphone(settings), on_event=report_device)
     if console is not None:
         mic = console.metered(mic)
-    listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings))
+    listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings),
+                        early_final_ms=settings.asr.early_final_ms)
     voice = voice_loop(runtime, listener, synthesizer,
                        new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
                        barge_in=settings.session.barge_in, open_on_speech=not push_to_talk,

@@ -177,6 +177,12 @@ class Endpointer(Generic[F]):
         """Milliseconds of audio processed since the last reset."""
         return self._pos
 
+    @property
+    def speech_end_ms(self) -> float | None:
+        """While an utterance is open: where its speech ends so far (the position the hangover counts from).
+        It only moves forward, and it moves when speech resumes. None while idle."""
+        return self._speech_end() if self._open else None
+
     def process(self, frame: F, is_speech: bool, frame_ms: float, level_db: float | None = None
                 ) -> list[EndpointEvent]:
         """Feed one frame; returns the events it causes, in order (usually none or one). `level_db`: the frame's

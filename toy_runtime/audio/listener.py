@@ -2,7 +2,10 @@
 
 Idle listening costs one VAD call per frame. Audio reaches the recognizer only while an utterance is open, and it
 is decoded *while the user speaks* (one dedicated worker thread, calls queued in order), so after the end of
-speech only the recognizer's final step remains. `pause()` makes the listener deaf (half-duplex: the toy does not
+speech only the recognizer's final step remains — and with `early_final_ms` even that runs during the hangover:
+once the utterance has been silent that long, the recognizer is finished early (it needs no more of the tail), and
+when the endpoint then comes the transcript is already there. If speech resumes before the endpoint, the early
+result is dropped and the recognizer hears the whole utterance again from the listener's copy of it. `pause()` makes the listener deaf (half-duplex: the toy does not
 hear itself); frames are still drained from the source so its queue never overflows.
 
 Run `events()` in its own named task and iterate it continuously; hand its events to the session through a
@@ -126,6 +129,7 @@ class Listener:
         max_pending_frames: int = 50,
         partials: bool = True,
         live_source: bool | None = None,
+        early_final_ms: float | None = None,
     ) -> None:
         self._source = source
         self._vad = vad
@@ -148,6 +152,15 @@ class Listener:
         self._last_speech_end = 0.0
         self._audio_ms = 0.0
         self._discarded_ms: float | None = None
+        # Early final: after this much silence in the hangover the recognizer is finished (None: at the endpoint).
+        # The listener keeps the utterance's audio meanwhile, to replay it if speech resumes.
+        hangover = self._endpointer.config.hangover_ms
+        self._early_final_ms = early_final_ms if early_final_ms and early_final_ms < hangover else None
+        self._utterance_pcm: list[bytes] = []
+        self._early: Future | None = None  # the recognizer's finish(), submitted during the hangover
+        self._early_speech_end = 0.0  # the endpointer's speech end when it was submitted
+        self.early_finals = 0  # finals taken from the hangover (for tests and metrics)
+        self.early_final_replays = 0  # early finals dropped because speech resumed
 
     @property
     def endpointer(self) -> Endpointer[AudioFrame]:
@@ -168,7 +181,7 @@ class Listener:
         self._paused = False
         if self._endpointer.in_speech:  # paused and resumed between two frames: still discard that utterance
             self._discarded_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
-            self._submit(self._asr.reset)
+            self._abandon()
         self._endpointer.reset()
 
     async def utterances(self) -> AsyncIterator[Utterance]:
@@ -187,7 +200,7 @@ class Listener:
                 if self._paused:
                     if self._endpointer.in_speech:
                         speech_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
-                        self._submit(self._asr.reset)
+                        self._abandon()
                         self._endpointer.reset()
                         yield UtteranceDiscarded("paused", speech_ms)
                     continue
@@ -203,7 +216,7 @@ class Listener:
             if self._endpointer.in_speech:
                 self._endpointer.reset()
                 try:
-                    self._submit(self._asr.reset)
+                    self._abandon()
                 except RuntimeError:  # the worker was already shut down by aclose()
                     pass
 
@@ -213,6 +226,8 @@ class Listener:
             self._speech_started_at = first.timestamp_s
             self._last_speech_end = frame.end_s
             self._audio_ms = sum(f.duration_ms for f in event.frames)
+            self._drop_early()
+            self._utterance_pcm = []
             self._submit(self._asr.start_utterance)
             # Frame by frame, not one joined buffer: engines that hold the GIL while decoding (pocketsphinx does)
             # would otherwise stall the event loop for the whole pre-roll (~100-250 ms measured).
@@ -223,7 +238,7 @@ class Listener:
             if event.is_speech:
                 self._last_speech_end = event.frame.end_s
             self._audio_ms += event.frame.duration_ms
-            await self._feed(event.frame.pcm)
+            await self._continue(event.frame.pcm)
         elif isinstance(event, SpeechEnded):
             decided_at = self._clock()
             lag = decided_at - frame.end_s if self._live else 0.0
@@ -241,10 +256,46 @@ class Listener:
                 capture_lag_s=lag,
             )
         elif isinstance(event, TooShort):
-            self._submit(self._asr.reset)
+            self._abandon()
             yield UtteranceDiscarded("too_short", event.speech_ms)
         elif isinstance(event, NoSpeechTimeout):
             yield ListeningTimeout(waited_ms=event.waited_ms, at=frame.end_s)
+
+    async def _continue(self, pcm: bytes) -> None:
+        """A frame of the open utterance: to the recognizer, unless it was finished early; finish it early, or
+        start over when speech resumed after an early finish."""
+        if self._early_final_ms is None:
+            await self._feed(pcm)
+            return
+        speech_end = self._endpointer.speech_end_ms
+        if self._early is not None and speech_end is not None and speech_end > self._early_speech_end:
+            # speech resumed: the early transcript misses it; the recognizer hears the whole utterance again
+            self._drop_early()
+            self.early_final_replays += 1
+            replay, self._utterance_pcm = self._utterance_pcm, []
+            self._submit(self._asr.start_utterance)
+            for piece in replay:
+                await self._feed(piece)
+        if self._early is not None:
+            self._utterance_pcm.append(pcm)  # kept for a replay; the finished recognizer needs no more tail
+            return
+        await self._feed(pcm)
+        if speech_end is not None and self._endpointer.position_ms - speech_end >= self._early_final_ms:
+            # submitted straight to the worker, outside _pending: its text is the final, not a partial
+            self._early = self._executor.submit(self._asr.finish)
+            self._early_speech_end = speech_end
+
+    def _abandon(self) -> None:
+        """Drop the open utterance: the recognizer is reset, an early final and the replay copy forgotten."""
+        self._drop_early()
+        self._utterance_pcm = []
+        self._submit(self._asr.reset)
+
+    def _drop_early(self) -> None:
+        """Forget an early final (its result, if any, is not wanted)."""
+        early, self._early = self._early, None
+        if early is not None:
+            early.add_done_callback(lambda fut: fut.exception())  # retrieved: no "never retrieved" warning
 
     def _submit(self, fn: Callable, *args) -> Future:
         fut = self._executor.submit(fn, *args)
@@ -252,6 +303,8 @@ class Listener:
         return fut
 
     async def _feed(self, pcm: bytes) -> None:
+        if self._early_final_ms is not None:
+            self._utterance_pcm.append(pcm)
         self._submit(self._asr.accept, pcm)
         # Backpressure: if the recognizer is more than ~max_pending frames behind, wait for it; the mic queue
         # absorbs the pause (and counts overflows if it cannot).
@@ -279,6 +332,14 @@ class Listener:
         return result if isinstance(result, str) else None
 
     async def _finish(self) -> str:
+        self._utterance_pcm = []
+        early, self._early = self._early, None
+        if early is not None:
+            self.early_finals += 1
+            await asyncio.wrap_future(early)
+            while self._pending:  # submitted before it, so done; collected for their errors
+                self._collect(self._pending.popleft())
+            return (self._collect(early) or "").strip()
         fut = self._submit(self._asr.finish)
         await asyncio.wrap_future(fut)
         text = ""
