@@ -175,6 +175,8 @@ class TtsConfig(Section):
     length_scale: float = Field(1.0, gt=0.2, le=3.0)
     deterministic: bool = Field(False, description="no random noise: the same text always sounds the same "
                                                    "(tests, `demo` always)")
+    max_chars: int = Field(60, ge=0, le=1000, description="a longer sentence is synthesized in clause-sized pieces: "
+                           "first sound sooner, synthesis memory bounded (0 = whole sentences)")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
 

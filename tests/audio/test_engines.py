@@ -201,3 +201,14 @@ async def test_piper_stream_can_be_abandoned_and_reused(voice):
 
 async def test_piper_empty_text_yields_nothing(voice):
     assert [p async for p in voice.synthesize("   ")] == []
+
+
+async def test_piper_speaks_a_long_sentence_in_clause_pieces_that_say_as_much(voice):
+    text = "OK, I will remind you to brush your teeth on Wednesday, December second, at eight in the morning."
+    assert voice._max_chars == 60 and len(text) > 60
+    pieces = [p async for p in voice.synthesize(text)]
+    assert len(pieces) >= 2  # cut after clause marks, not one pass over the whole sentence
+    whole = list(voice._voice.synthesize(text, syn_config=voice._syn_config))
+    seconds = sum(len(p.pcm) for p in pieces) / 2 / 22050
+    whole_seconds = sum(len(c.audio_int16_bytes) for c in whole) / 2 / 22050
+    assert abs(seconds - whole_seconds) < 0.25 * whole_seconds  # the same words, with the commas' pauses

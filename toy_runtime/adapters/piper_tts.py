@@ -13,6 +13,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from toy_runtime.agent.clauses import clause_pieces
 from toy_runtime.audio.resample import trim_leading_silence
 from toy_runtime.service.heap import heap_trimmer
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
@@ -43,6 +44,8 @@ class PiperSynthesizer:
     `memory_arena` (off by default, to keep RSS down), `threads` and `full_graph_optimization` (off: faster load)
     are onnxruntime session options.
     `trim_heap` hands freed inference buffers back to the OS after each `synthesize()` (glibc only).
+    `max_chars`: a sentence longer than this is synthesized in clause-sized pieces (agent/clauses.py): the first
+    sound comes sooner and synthesis memory stays bounded (0: whole sentences).
     Loading takes about a second: construct in a worker thread (or use `PiperSynthesizer.load`).
     """
 
@@ -65,6 +68,7 @@ class PiperSynthesizer:
         threads: int | None = None,
         trim_heap: bool = True,
         full_graph_optimization: bool = False,
+        max_chars: int = 60,
     ) -> None:
         try:
             import onnxruntime
@@ -115,6 +119,7 @@ class PiperSynthesizer:
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="tts")
         # without trimming glibc keeps ~55 MB of freed inference buffers resident after a few sentences (measured)
         self._trim_heap = heap_trimmer() if trim_heap else None
+        self._max_chars = max_chars
         self._trim = trim
         self._trim_threshold = trim_threshold
         self._trim_keep_ms = trim_keep_ms
@@ -130,14 +135,19 @@ class PiperSynthesizer:
 
     def synthesize_blocking(self, text: str) -> list[SynthesizedAudio]:
         """All pieces of `text` at once, in the calling thread (benchmarks, demo preparation)."""
-        return [self._piece(chunk, text) for chunk in self._voice.synthesize(text, syn_config=self._syn_config)]
+        return [self._piece(chunk, text) for chunk in self._chunks(text)]
+
+    def _chunks(self, text: str) -> Any:
+        """piper's chunks (one per sentence) for each clause-sized piece of `text`, in order (a generator)."""
+        for piece in clause_pieces(text, self._max_chars):
+            yield from self._voice.synthesize(piece, syn_config=self._syn_config)
 
     async def synthesize(self, text: str) -> AsyncIterator[SynthesizedAudio]:
         """Pieces of `text`, one per sentence, each yielded as soon as piper has produced it."""
         if not text.strip():
             return
         loop = asyncio.get_running_loop()
-        gen = iter(self._voice.synthesize(text, syn_config=self._syn_config))
+        gen = iter(self._chunks(text))
         try:
             while True:
                 try:

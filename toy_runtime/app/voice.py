@@ -56,7 +56,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     opens them. `transcript`: show the live transcript on stdout (None: when stdout is a terminal outside systemd).
     """
     push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
+    from ..service.heap import tune_heap
     from ..service.startup import process_marks
+
+    tune_heap()  # before the engines' threads: big buffers via mmap, two arenas (heap.py says why)
 
     marks = process_marks()
     marks.mark("settings")

@@ -28,6 +28,9 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
                         "frame (vad.end_by_level)")
     p.add_argument("--threshold-db", type=float, default=-50.0,
                    help="RMS level (dBFS, 10 ms windows) that counts as sound (default -50)")
+    p.add_argument("--session", choices=["plain", "mixed"], default="plain",
+                   help="plain: every turn a short answer (default); mixed: web searches (on a SearxNG-like server "
+                        "on loopback) and reminders between plain answers, for memory during use")
     p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
                    help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 (repeatable)")
     p.add_argument("--out", default="bench-out/voice",
@@ -58,7 +61,7 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
         extra[key] = value
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
                               events=args.events == "on", end_by_level=args.end_by == "level",
-                              threshold_db=args.threshold_db, extra_env=extra,
+                              threshold_db=args.threshold_db, extra_env=extra, session=args.session,
                               state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)

@@ -20,6 +20,19 @@ def _row(label: str, dist: Mapping[str, Any]) -> str:
     return f"| {label} | {_cell(dist, 'p50')} | {_cell(dist, 'p90')} | {dist.get('n', 0)} |"
 
 
+def _memory_line(meta: Mapping[str, Any]) -> str:
+    by_turn = [r for r in meta.get("rss_by_turn_mb") or [] if r is not None]
+    if meta.get("rss_loaded_mb") is None and not by_turn:
+        return "Memory: not measured."
+    peak = max(by_turn, default=None)
+    at = (by_turn.index(peak) + 1) if peak is not None else None
+    return (f"Memory (RSS of the runtime): {meta.get('rss_loaded_mb')} MB loaded, "
+            + (f"{peak} MB at most between turns (after turn {at} of {len(by_turn)}), " if peak is not None else "")
+            + (f"{meta['rss_peak_in_use_mb']} MB peak during use (VmHWM), " if meta.get("rss_peak_in_use_mb") else "")
+            + f"{meta.get('rss_after_mb')} MB at the end; session {meta.get('session', 'plain')}"
+            + (f", event results {', '.join(meta['event_results'])}" if meta.get("event_results") else "") + ".")
+
+
 def markdown(summary: Mapping[str, Any]) -> str:
     """The report as Markdown: headline, breakdown, per-turn rows, conditions."""
     meta = summary["meta"]
@@ -39,6 +52,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
         _row("added (heard − TTFT − hangover)", summary["added_ms"]),
         _row("runtime-logged v2v", summary["logged_v2v_ms"]),
         _row("heard − runtime-logged (unseen by the runtime)", summary["unseen_ms"]),
+        "",
+        _memory_line(meta),
         "",
         "Breakdown (each line's own p50/p90; per turn the lines add up to the heard total):",
         "",

@@ -26,9 +26,11 @@ from ..metrics.turns import Turn, load_audit
 from ..testing.pulse import VirtualSoundCard, start_probe
 from ..testing.scripted_llm import Reply, ScriptedLLMServer
 from ..testing.services import audit_records
+from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
+from .voice_session import MIXED_PHRASES, MixedSessionReplies
 
 __all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench"]
 
@@ -62,17 +64,28 @@ class VoiceBenchConfig:
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                             / "toy-runtime" / "bench-voice")
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
+    session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py)
     state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
 
 
-def _rss_mb(pid: int) -> float | None:
+def _rss_mb(pid: int, field: str = "VmRSS") -> float | None:
+    """The process's resident memory (VmRSS), or its peak since the last `_reset_peak` (VmHWM), in MB."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass
     return None
+
+
+def _reset_peak(pid: int) -> bool:
+    """Start VmHWM afresh (Linux: `5` into clear_refs), so the peak seen later is the peak during use, not loading's."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
 
 
 class _StampedReplies:
@@ -93,17 +106,19 @@ class _StampedReplies:
             return next((t for t in self.arrivals if t >= since and (until is None or t < until)), None)
 
 
-def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig) -> dict[str, str]:
-    # the user's own TOY_* / OPENAI_* settings would change what is measured
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig,
+                 search_url: str | None = None) -> dict[str, str]:
+    # the user's own TOY_* / OPENAI_* / glibc malloc settings would change what is measured
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", "MALLOC_"))}
     env.update(card.runtime_env)
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
                 "TOY_VAD__HANGOVER_MS": str(config.hangover_ms),
-                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness),
-                "MALLOC_ARENA_MAX": "2"})  # as the systemd unit sets it (RSS is part of the report)
+                "TOY_VAD__AGGRESSIVENESS": str(config.vad_aggressiveness)})
     if not config.events:
         env["TOY_EVENTS__ENABLED"] = "[]"
+    if search_url is not None:
+        env["TOY_SEARCH__URL"] = search_url
     if not config.legacy_runtime:
         env["TOY_VAD__END_BY_LEVEL"] = "true" if config.end_by_level else "false"
     env.update(config.extra_env)
@@ -113,7 +128,8 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
 def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None] = lambda _msg: None
                     ) -> dict[str, Any]:
     """Run the bench once and return the summary (see `voice_breakdown.summarize_turns`)."""
-    audio = [utterance(config.phrases[i % len(config.phrases)], config.cache_dir) for i in range(config.turns)]
+    phrases = ([p for p, _ in MIXED_PHRASES] if config.session == "mixed" else list(config.phrases))
+    audio = [utterance(phrases[i % len(phrases)], config.cache_dir) for i in range(config.turns)]
     tails = {}
     for pcm, rate in audio:
         if pcm not in tails:
@@ -131,19 +147,27 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
 def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
          progress: Callable[[str], None]) -> dict[str, Any]:
     audit = state / "audit.jsonl"
-    stamps = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
+    stamps: Any = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
+    search: FakeSearxng | None = None
+    if config.session == "mixed":
+        kinds = [MIXED_PHRASES[i % len(MIXED_PHRASES)][1] for i in range(config.turns)]
+        stamps = MixedSessionReplies(kinds, delay_s=config.ttft_ms / 1000.0)
+        search = FakeSearxng().start()
     plays: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
                             "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
-                            "reply_text": config.reply_text, "extra_env": config.extra_env}
+                            "reply_text": config.reply_text, "extra_env": config.extra_env,
+                            "session": config.session}
+    rss_by_turn: list[float | None] = []
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
         started = time.monotonic()
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"],
-                                    env=_runtime_env(card, llm.url, state, config),
+                                    env=_runtime_env(card, llm.url, state, config,
+                                                     search.url if search is not None else None),
                                     stdout=subprocess.DEVNULL, stderr=err)
         try:
             while not audit_records(audit, "runtime.warm"):
@@ -153,6 +177,8 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                 time.sleep(0.05)
             meta["loaded_s"] = round(time.monotonic() - started, 2)
             meta["rss_loaded_mb"] = _rss_mb(proc.pid)
+            meta["rss_loading_peak_mb"] = _rss_mb(proc.pid, "VmHWM")
+            peak_reset = _reset_peak(proc.pid)
             rec = start_probe(card)
             time.sleep(1.0)
             for i, (pcm, rate) in enumerate(audio):
@@ -166,7 +192,12 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                         break
                     time.sleep(0.05)
                 time.sleep(config.gap_s)
+                rss_by_turn.append(_rss_mb(proc.pid))
             meta["rss_after_mb"] = _rss_mb(proc.pid)
+            meta["rss_by_turn_mb"] = rss_by_turn
+            meta["rss_max_mb"] = max((r for r in rss_by_turn if r is not None), default=None)
+            # every moment of the session, synthesis and decoding included (None: the peak could not be reset)
+            meta["rss_peak_in_use_mb"] = _rss_mb(proc.pid, "VmHWM") if peak_reset else None
             pcm = rec.stop()
             recording_t0 = rec.first_frame_monotonic()
         finally:
@@ -176,6 +207,14 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            if search is not None:
+                meta["search_requests"] = len(search.requests)
+                search.stop()
+            if isinstance(stamps, MixedSessionReplies):
+                meta["llm_requests"] = dict(stamps.requests_by_kind)
+                results = audit_records(audit, "event.result")
+                meta["event_results"] = sorted({f"{r.get('name')}={r.get('status')}" for r in results})
+                meta["event_result_count"] = len(results)
     stderr_text = stderr_path.read_text(errors="replace")
     meta["stderr_underrun_lines"] = sum("underrun occurred" in line for line in stderr_text.splitlines())
     # the runtime counts them itself and says so once when the speaker closes
