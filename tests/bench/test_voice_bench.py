@@ -148,3 +148,45 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
         assert sum(lines.values()) == pytest.approx(t["heard_v2v_ms"], abs=1.0)
         assert t["text"]  # the runtime heard words
     assert paths["json"].exists() and "heard v2v" in paths["markdown"].read_text()
+
+
+def test_the_mixed_session_answers_each_request_by_its_kind():
+    from toy_runtime.agent.prompts import RESULTS_PREFIX
+    from toy_runtime.bench.voice_session import MixedSessionReplies
+
+    replies = MixedSessionReplies(["search", "plain", "reminder"])
+    chat = {"messages": [{"role": "user", "content": "what is the weather today"}]}
+    assert "<agent_events>knowledge.web.search</agent_events>" in replies(chat).text
+    follow = {"messages": [*chat["messages"], {"role": "user", "content": f"{RESULTS_PREFIX}\n..."}]}
+    assert "agent_events" not in replies(follow).text
+    assert "agent_events" not in replies(chat).text  # the second chat turn is a plain one
+    assert "calendar.schedule.create" in replies(chat).text
+    tool = {"type": "function", "function": {"name": "add_schedule", "parameters": {}}}
+    agent = replies({"messages": chat["messages"], "tools": [tool],
+                     "tool_choice": {"type": "function", "function": {"name": "add_schedule"}}})
+    [(name, args)] = agent.tool_calls
+    assert name == "add_schedule" and {"title", "start_at", "timezone"} <= set(__import__("json").loads(args))
+    assert replies.requests_by_kind == {"chat": 3, "event_agent": 1, "follow_up": 1}
+    assert len(replies.arrivals) == 5
+
+
+@pytest.mark.audio
+def test_a_short_mixed_session_searches_reminds_and_reports_memory(tmp_path):
+    from toy_runtime.testing.pulse import pulseaudio_available
+    from toy_runtime.testing.services import unavailable
+
+    if not pulseaudio_available():
+        unavailable("pulseaudio is not installed")
+    from toy_runtime.bench.voice_report import write_voice_report
+    from toy_runtime.bench.voice_run import VoiceBenchConfig, run_voice_bench
+
+    # turns 1 and 3 of the mixed session: a search (on the loopback SearxNG) and a reminder with its time in words
+    summary = run_voice_bench(VoiceBenchConfig(turns=3, session="mixed", cache_dir=tmp_path / "cache"))
+    meta = summary["meta"]
+    assert meta["search_requests"] >= 1, meta
+    assert "knowledge.web.search=succeeded" in meta["event_results"], meta
+    assert any(r.startswith("calendar.schedule.create=") for r in meta["event_results"]), meta
+    assert len(meta["rss_by_turn_mb"]) == 3 and all(r and r > 50 for r in meta["rss_by_turn_mb"])
+    assert meta["rss_peak_in_use_mb"] is None or meta["rss_peak_in_use_mb"] >= max(meta["rss_by_turn_mb"])
+    text = write_voice_report(tmp_path / "out", summary)["markdown"].read_text()
+    assert "Memory (RSS of the runtime)" in text and "session mixed" in text
