@@ -32,7 +32,8 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
                    help="plain: every turn a short answer (default); mixed: web searches (on a SearxNG-like server "
                         "on loopback) and reminders between plain answers, for memory during use")
     p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
-                   help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 (repeatable)")
+                   help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 or "
+                        "MALLOC_MMAP_THRESHOLD_=131072 (repeatable)")
     p.add_argument("--out", default="bench-out/voice",
                    help="directory for voice.json, voice.md and the runtime's state (runtime-*/audit.jsonl, stderr)")
     p.add_argument("--quiet", action="store_true", help="do not print the report")
@@ -55,8 +56,9 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
     extra = {}
     for item in args.env:
         key, sep, value = item.partition("=")
-        if not sep or not key.startswith("TOY_"):
-            print(f"toy-runtime: --env wants TOY_KEY=VALUE, got {item!r}", file=sys.stderr)
+        if not sep or not key.startswith(("TOY_", "MALLOC_")):
+            print(f"toy-runtime: --env wants TOY_KEY=VALUE (or a glibc MALLOC_ setting), got {item!r}",
+                  file=sys.stderr)
             return 2
         extra[key] = value
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,

@@ -12,11 +12,12 @@ import ctypes
 import ctypes.util
 from typing import Callable
 
-# Big blocks (≥ 128 KiB: synthesis tensors, the recognizer's per-utterance tables) always come from mmap and go back
-# to the OS the moment they are freed. glibc's default raises this threshold each time such a block is freed (up to
-# 32 MB), after which the next big blocks land in the heap and fragment it: +30 MB resident after the first turns
-# with a search and a reminder, for good (measured, the voice bench's mixed session; +9 MB with the fixed threshold).
-MMAP_THRESHOLD_BYTES = 128 * 1024
+# Big blocks (≥ 4 MiB: a long sentence's synthesis tensors) always come from mmap and go back to the OS the moment
+# they are freed. glibc's default raises this threshold each time such a block is freed (up to 32 MB), after which
+# the next big blocks land in the heap and fragment it: +30 MB resident after the first turns with a search and a
+# reminder, for good (measured, the voice bench's mixed session). Not lower: at 128 KiB-1 MiB every synthesis
+# faults in fresh pages for its mid-sized tensors, +10-13 ms per clause (measured); at 4 MiB it costs nothing.
+MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
 # Two malloc arenas instead of one per thread (ASR, TTS, PortAudio, HTTP, onnxruntime's pool): less RSS for the
 # same data. The systemd unit's MALLOC_ARENA_MAX=2 says the same for processes started elsewhere.
 ARENA_MAX = 2
