@@ -54,7 +54,8 @@ class SoundDeviceSink:
         self._wanted_rate = sample_rate_hz
         self.block_ms = block_ms
         self.device_name = ""
-        self.underruns = 0
+        self.underruns = 0  # every PortAudio output underflow, silence included
+        self.underruns_while_playing = 0  # those that could be heard: answer audio was queued or playing
         self._max_queued_ms = max_queued_ms
         self._tail_pad_ms = tail_pad_ms
         self._latency = latency
@@ -69,6 +70,7 @@ class SoundDeviceSink:
         self._space_wanted = False
         # Callback thread only:
         self._silence_run = 0
+        self._last_block_audible = False  # the previous block carried answer audio
         self._idle_reported = -1
         self._flush_seen = 0
         self._announced: OrderedDict[str, None] = OrderedDict()
@@ -115,6 +117,8 @@ class SoundDeviceSink:
         now = time.monotonic()
         if status.output_underflow:
             self.underruns += 1
+            if self._items or self._last_block_audible:  # answer audio was queued or just playing: heard as a gap
+                self.underruns_while_playing += 1
         # When this block's first sample reaches the DAC (PortAudio's estimate, the device's own buffering): the
         # first-sample time is when the answer becomes audible, not when it was copied into the buffer.
         delay = time_info.outputBufferDacTime - time_info.currentTime
@@ -141,6 +145,7 @@ class SoundDeviceSink:
                 else:
                     item[2] = off + take
             self._queued_bytes -= pos
+            self._last_block_audible = pos > 0
             if pos < need:
                 outdata[pos:need] = bytes(need - pos)
                 self._silence_run = (need - pos) // 2 if pos else self._silence_run + frames
@@ -300,8 +305,11 @@ class SoundDeviceSink:
         finally:
             self._wake_all()
         if stream is not None and (self.underruns or self.alsa_xruns):
-            log.warning("audio output %r: %d underruns (PortAudio) and %d ALSA xrun recoveries while open",
-                        self.device_name, self.underruns, self.alsa_xruns)
+            # most happen in the silence between answers (the stream keeps running so an answer starts at once, and
+            # its callback may wait for the interpreter lock while the recognizer decodes): said apart, once
+            log.warning("audio output %r: %d underruns (PortAudio; %d while answer audio played) and %d ALSA xrun "
+                        "recoveries while open", self.device_name, self.underruns, self.underruns_while_playing,
+                        self.alsa_xruns)
 
     @property
     def alsa_xruns(self) -> int:
