@@ -181,8 +181,12 @@ def test_a_short_mixed_session_searches_reminds_and_reports_memory(tmp_path):
     from toy_runtime.bench.voice_run import VoiceBenchConfig, run_voice_bench
 
     # turns 1 and 3 of the mixed session: a search (on the loopback SearxNG) and a reminder with its time in words
-    summary = run_voice_bench(VoiceBenchConfig(turns=3, session="mixed", cache_dir=tmp_path / "cache"))
+    import sys
+
+    summary = run_voice_bench(VoiceBenchConfig(turns=3, session="mixed", cache_dir=tmp_path / "cache",
+                                               python=sys.executable))
     meta = summary["meta"]
+    assert meta["python"] == sys.executable
     assert meta["search_requests"] >= 1, meta
     assert "knowledge.web.search=succeeded" in meta["event_results"], meta
     assert any(r.startswith("calendar.schedule.create=") for r in meta["event_results"]), meta

@@ -31,6 +31,10 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--session", choices=["plain", "mixed"], default="plain",
                    help="plain: every turn a short answer (default); mixed: web searches (on a SearxNG-like server "
                         "on loopback) and reminders between plain answers, for memory during use")
+    p.add_argument("--python", default=None, metavar="PATH",
+                   help="interpreter for the runtime under test (default: this one), e.g. a virtualenv with only the "
+                        "core dependencies: the optional aiohttp (web console) is imported by the openai SDK when "
+                        "installed and adds ~9 MB")
     p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
                    help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 or "
                         "MALLOC_MMAP_THRESHOLD_=131072 (repeatable)")
@@ -63,7 +67,7 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
         extra[key] = value
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
                               events=args.events == "on", end_by_level=args.end_by == "level",
-                              threshold_db=args.threshold_db, extra_env=extra, session=args.session,
+                              threshold_db=args.threshold_db, extra_env=extra, session=args.session, python=args.python,
                               state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)

@@ -65,6 +65,8 @@ class VoiceBenchConfig:
                             / "toy-runtime" / "bench-voice")
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
     session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py)
+    python: str | None = None  # the interpreter that runs `toy_runtime run` (None: this one); e.g. a venv with
+    # only the core dependencies, to measure the toy's memory without test and debug extras loaded
     state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
 
 
@@ -159,13 +161,13 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
                             "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
                             "reply_text": config.reply_text, "extra_env": config.extra_env,
-                            "session": config.session}
+                            "session": config.session, "python": config.python or sys.executable}
     rss_by_turn: list[float | None] = []
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
         started = time.monotonic()
         with open(stderr_path, "wb") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"],
+            proc = subprocess.Popen([config.python or sys.executable, "-m", "toy_runtime", "run"],
                                     env=_runtime_env(card, llm.url, state, config,
                                                      search.url if search is not None else None),
                                     stdout=subprocess.DEVNULL, stderr=err)
