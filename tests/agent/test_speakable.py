@@ -62,6 +62,8 @@ CASES = {
     "catalog echo": (catalog_instruction(_registry()) + "\nHi there!", ["Hi there!"], {"instruction", "catalog"}, []),
     "invented dotted names": ("Okay! I will feed.fish.start now. And volume.set(level=3) too.",
                               ["Okay!", "I will now.", "And too."], {"identifier", "tool_call"}, []),
+    "the examples' form": ('Child: "Mmm, blue!" You: That\'s great!', ["That's great!"], {"instruction"}, []),
+    "a made-up child line only": ('Child: "Make it 70!"', [], {"instruction"}, []),
     "invented name alone": ("Bye!\ngoodbye.session.end", ["Bye!"], {"identifier"}, []),
     "tools instruction echo": (tools_instruction() + " Hello!", ["Hello!"], {"instruction"}, []),
     "persona echo": ("You are Pip, a warm, playful talking toy for a young child. Hi!", ["Hi!"], {"instruction"}, []),

@@ -51,6 +51,13 @@ _IDENTIFIER = re.compile(r"(?<![\w.@/])[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za
 _DOMAINS = frozenset({"com", "org", "net", "edu", "gov", "io", "co", "uk", "cn", "de", "fr", "jp", "info", "app"})
 
 
+# The catalog examples' form, `Child: "…" You: …`: a 0.5B model writes its answer in it. A segment that starts with
+# the child's label is a made-up child line (hidden up to a "You:" label); a leading "You:" label is dropped and
+# what follows is the answer.
+_CHILD_LABEL = re.compile(r"\s*Child\s*[:：]")
+_YOU_LABEL = re.compile(r"(?:^|(?<=\s)|(?<=[\"”]))You\s*[:：]\s*")
+
+
 def _identifier(match: re.Match[str]) -> bool:
     """Whether a dotted candidate is an identifier rather than a web domain."""
     return match.group().split("(")[0].rstrip().rsplit(".", 1)[-1].lower() not in _DOMAINS
@@ -111,6 +118,13 @@ class SpeakableRules:
             return "", [Hidden("instruction", segment)], False
         hidden: list[Hidden] = []
         open_call = False
+        you = _YOU_LABEL.search(segment)
+        if _CHILD_LABEL.match(segment):
+            hidden.append(Hidden("instruction", segment[: you.end()] if you else segment))
+            segment = segment[you.end():] if you else ""
+        elif you and you.start() == 0:
+            hidden.append(Hidden("instruction", you.group()))
+            segment = segment[you.end():]
         if self._names is not None:
             matches = list(self._names.finditer(segment))
             if matches:
