@@ -28,11 +28,12 @@ def _ratio(r: dict[str, Any]) -> str:
     return f"{r['value']:.2f} ({r['num']}/{r['den']})"
 
 
-def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The cited numbers of every group in one report."""
+def rows(report: dict[str, Any], label: str = "") -> list[dict[str, Any]]:
+    """The cited numbers of every group in one report; `label` is appended to the mode (a variant of a run)."""
     out = []
     for key, g in report["groups"].items():
         mode, condition = key.split("/")
+        mode += f" ({label})" if label else ""
         lat, tok, acc = g["latency_ms"], g["tokens"], g["accuracy"]
         out.append({
             "model": report["model"], "mode": mode, "events": condition,
@@ -75,8 +76,8 @@ def plot(all_rows: list[dict[str, Any]], path: str) -> None:
 
     on = [r for r in all_rows if r["events"] == "enabled"]
     labels = [f"{r['model'].replace('qwen2.5-coder-', '')}\n{r['mode'].replace('chat_agent_tools', 'tools')}"
-              for r in on]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+              .replace(" (", "\n(") for r in on]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
     xs = range(len(on))
     cold = [(r["ttft_cold_ms"].get("median") or 0) / 1000 for r in on]
     warm = [(r["ttft_warm_ms"].get("median") or 0) / 1000 for r in on]
@@ -99,11 +100,15 @@ def plot(all_rows: list[dict[str, Any]], path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="bench modes output directories (each with report.json)")
+    parser.add_argument("runs", nargs="+", help="bench modes output directories (each with report.json); DIR:LABEL "
+                                                 "marks a variant run in the table")
     parser.add_argument("--json", help="write the cited numbers here")
     parser.add_argument("--plot", help="write the PNG here")
     args = parser.parse_args()
-    all_rows = [r for run in args.runs for r in rows(json.loads((Path(run) / "report.json").read_text()))]
+    all_rows = []
+    for run in args.runs:
+        path, _, label = run.partition(":")
+        all_rows += rows(json.loads((Path(path) / "report.json").read_text()), label)
     order = {"enabled": 0, "disabled": 1}
     all_rows.sort(key=lambda r: (order[r["events"]], r["model"], r["mode"]))
     print(table(all_rows))
