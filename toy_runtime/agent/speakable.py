@@ -46,8 +46,8 @@ _SENTENCE_PARTS = re.compile(r"[.:;!?]+(?=\s|\Z)|\n")  # a period inside a dotte
 # event name. Every part has two or more characters and starts with a letter, so "e.g.", "a.m." and "3.5" stay
 # speech; a web domain (a last part that is a common top-level domain, "pbskids.org") stays speech too. snake_case
 # stays speech unless it is a registered name: "snake_case" itself is a word a child may ask about.
-_IDENTIFIER = re.compile(r"(?<![\w.@/])[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+(?![\w]|\.\w)(\s*\([^()]*\))?",
-                         re.ASCII)
+_IDENTIFIER = re.compile(
+    r"(?<![\w.@/])[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+(?![\w]|\.\w)(\s*\([^()]*\))?", re.ASCII)
 _DOMAINS = frozenset({"com", "org", "net", "edu", "gov", "io", "co", "uk", "cn", "de", "fr", "jp", "info", "app"})
 
 
