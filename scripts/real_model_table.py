@@ -76,20 +76,20 @@ def plot(all_rows: list[dict[str, Any]], path: str) -> None:
 
     on = [r for r in all_rows if r["events"] == "enabled"]
     labels = [f"{r['model'].replace('qwen2.5-coder-', '')}\n{r['mode'].replace('chat_agent_tools', 'tools')}"
-              .replace(" (", "\n(") for r in on]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
+              .replace(" (", "\n(").replace(", ", ",\n") for r in on]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5))
     xs = range(len(on))
     cold = [(r["ttft_cold_ms"].get("median") or 0) / 1000 for r in on]
     warm = [(r["ttft_warm_ms"].get("median") or 0) / 1000 for r in on]
     left.bar([x - 0.2 for x in xs], cold, 0.4, label="cold (p50)")
     left.bar([x + 0.2 for x in xs], warm, 0.4, label="warm (p50)")
     left.axhline(15, color="grey", linestyle="--", linewidth=1, label="default first_token_timeout_s")
-    left.set_xticks(list(xs), labels)
+    left.set_xticks(list(xs), labels, fontsize=7)
     left.set_ylabel("first-answer TTFT (s)")
     left.legend(fontsize=8)
     right.bar(list(xs), [r["recall"]["value"] or 0 for r in on], 0.5, color="tab:green")
     right.axhline(0.6, color="grey", linestyle="--", linewidth=1, label="aim (issue 17)")
-    right.set_xticks(list(xs), labels)
+    right.set_xticks(list(xs), labels, fontsize=7)
     right.set_ylim(0, 1)
     right.set_ylabel("event recall")
     right.legend(fontsize=8)
