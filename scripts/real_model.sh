@@ -25,8 +25,9 @@
 #   NICE          nice level for the build and the server (default 19: the machine is shared)
 #   VENV          the virtualenv (default $PREFIX/venv)
 #   AMX           off = build llama.cpp for this CPU's AVX2/AVX-512 but without AMX (CMAKE_ARGS below), so the
-#                 weight repacking (EXTRA_BUFTS=1, several times faster prefill) can stay on where AMX faults;
-#                 any CMAKE_ARGS given are used as they are. Not yet verified here (see docs/local-models.md).
+#                 weight repacking (EXTRA_BUFTS=1) can stay on where AMX faults; any CMAKE_ARGS given are used as
+#                 they are. Verified here: no SIGILL, but prefill was not faster than the default build with
+#                 repacking off (docs/local-models.md).
 #   EXTRA_BUFTS   1 = let llama.cpp repack weights into its extra CPU buffer types; default 0 when the CPU
 #                 advertises AMX: on this (virtualised) Sapphire Rapids host the AMX kernels die with SIGILL on the
 #                 first prompt batch (the OS does not grant the tile state), so the server is started with

@@ -8,8 +8,8 @@ import pytest
 
 from toy_runtime.agent.chat_agent import speakable_rules
 from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
-from toy_runtime.agent.prompts import catalog_instruction, tools_instruction
-from toy_runtime.agent.speakable import SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction
+from toy_runtime.agent.speakable import Finding, SpeakableGuard, SpeakableRules, detect, speakable
 from toy_runtime.agent.tool_calls import calls_from_text
 from toy_runtime.events import EventRegistry
 from toy_runtime.fakes import memory_ports
@@ -60,6 +60,11 @@ CASES = {
                           {"tool_call"}, []),
     "python-style call later": ('Okay! device.volume.adjust(mode="mute") Done.', ["Okay!", "Done."], {"tool_call"}, []),
     "catalog echo": (catalog_instruction(_registry()) + "\nHi there!", ["Hi there!"], {"instruction", "catalog"}, []),
+    "invented dotted names": ("Okay! I will feed.fish.start now. And volume.set(level=3) too.",
+                              ["Okay!", "I will now.", "And too."], {"identifier", "tool_call"}, []),
+    "the examples' form": ('Child: "Mmm, blue!" You: That\'s great!', ["That's great!"], {"instruction"}, []),
+    "a made-up child line only": ('Child: "Make it 70!"', [], {"instruction"}, []),
+    "invented name alone": ("Bye!\ngoodbye.session.end", ["Bye!"], {"identifier"}, []),
     "tools instruction echo": (tools_instruction() + " Hello!", ["Hello!"], {"instruction"}, []),
     "persona echo": ("You are Pip, a warm, playful talking toy for a young child. Hi!", ["Hi!"], {"instruction"}, []),
 }
@@ -71,6 +76,9 @@ PLAIN = [
     ("My volume is loud, and the session was fun.", ["My volume is loud,", "and the session was fun."]),
     ("Use snake_case ~5 times - ok?", ["Use snake_case ~5 times - ok?"]),
     ("恐龙很大！它们会下蛋。", ["恐龙很大！", "它们会下蛋。"]),
+    # dotted, but words: abbreviations, numbers, a web domain
+    ("See pbskids.org, e.g. at 3.5 m at 5 p.m. with Mr. Smith.", ["See pbskids.org,",
+                                                                 "e.g. at 3.5 m at 5 p.m. with Mr. Smith."]),
 ]
 
 
@@ -125,6 +133,16 @@ def test_plain_speech_passes_untouched(text, spoken):
     assert detect(text, RULES) == []
 
 
+def test_a_reply_like_a_catalog_example_is_speech_but_the_labelled_example_is_an_echo():
+    examples = example_lines(_registry())
+    assert examples
+    for child, reply, _ in examples:
+        said, hidden = speakable(reply, RULES)
+        assert " ".join(said) == reply and hidden == []
+        said, hidden = speakable(f'Child: "{child}" You: {reply}', RULES)
+        assert said == [] and {h.kind for h in hidden} == {"instruction"}
+
+
 def test_detector_says_what_and_why():
     findings = detect("**Hi** 🎉 " + HERMES + " device.volume.adjust is on.", RULES)
     kinds = [(f.kind, f.reason) for f in findings]
@@ -132,6 +150,8 @@ def test_detector_says_what_and_why():
     assert ("emoji", "emoji") in kinds
     assert ("tool_call", "tool-call syntax") in kinds
     assert ("name", "a registered event or tool name") in kinds
+    assert detect("Okay, feed.fish.start!", RULES) == [
+        Finding("identifier", "an identifier-like name (an invented event or tool name)", "feed.fish.start")]
     assert next(f.raw for f in findings if f.kind == "tool_call") == HERMES
 
 

@@ -164,3 +164,24 @@ async def test_history_keeps_the_configured_number_of_exchanges(llm_server, make
         {"role": "user", "content": "question 2"}, {"role": "assistant", "content": "Answer 2."},
         {"role": "user", "content": "question 3"}, {"role": "assistant", "content": "Answer 3."},
     ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_dual_agent_history_keeps_the_turns_event_block_for_chat_only(mode, llm_server, make_harness):
+    # a small model that sees its earlier answers without a block stops writing one (issue 17)
+    if mode == "dual_agent":
+        llm_server.add(Reply(text="Okay, louder!<agent_events>device.volume.adjust</agent_events>"))
+    else:
+        llm_server.add(Reply(text="Okay, louder!", tool_calls=[("adjust_device_volume",
+                                                                 '{"mode": "relative", "delta": 10}')]))
+    llm_server.add(Reply(text="A whale is big."))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    first = await h.turn("louder please")
+    assert [e.name for e in first.events] == ["device.volume.adjust"]
+    await h.turn("what is a whale")
+    said = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "assistant"][0]["content"]
+    if mode == "dual_agent":
+        assert said.startswith("Okay, louder!") and said.endswith("<agent_events>device.volume.adjust</agent_events>")
+    else:
+        assert "agent_events" not in said
+    assert not any("agent_events" in m["content"] for m in h.runner.conversation.slice_for_events())

@@ -110,6 +110,21 @@ async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(llm_server, ma
     spoken_is_clean(h, turn)
     hidden = {r["hidden"] for r in h.audit.of("chat.text_hidden")}
     assert {"instruction", "catalog"} <= hidden
+    # the examples' blocks were read back with the rest: none of them runs (the goodbye would end the session)
+    assert turn.events == []
+    ignored = h.audit.of("event.ignored")
+    assert {r["name"] for r in ignored} >= {"session.terminate", "device.volume.adjust"}
+    assert {r["reason"] for r in ignored} == {"an example of the prompt read back"}
+
+
+async def test_a_real_block_after_the_examples_read_back_still_runs(llm_server, make_harness):
+    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    catalog = catalog_instruction(h.runtime.registry)
+    llm_server.add(Reply(text=catalog + "\nBye bye!<agent_events>session.terminate</agent_events>", chunk_size=4))
+    turn = await h.turn("bye")
+    assert turn.speech(answer=1) == ["Bye bye!"] and turn.end.terminated
+    assert [e.name for e in turn.events] == ["session.terminate"]
+    spoken_is_clean(h, turn)
 
 
 @pytest.mark.parametrize("mode", MODES)

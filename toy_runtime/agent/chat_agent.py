@@ -18,7 +18,17 @@ from typing import Any, AsyncIterator, Literal
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, SourceProtocol
 from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
 from .markup import Hidden
-from .prompts import FOLLOW_UP_TOOL_NOTE, catalog_instruction, results_message, tools_instruction
+from .prompts import (
+    CLOSE,
+    EXAMPLES_HEADER,
+    OPEN,
+    FOLLOW_UP_TOOL_NOTE,
+    catalog_instruction,
+    example_lines,
+    reads_back_an_example,
+    results_message,
+    tools_instruction,
+)
 from .speakable import SpeakableGuard, SpeakableRules, reason
 from .text_events import EventBlock, TextEventParser, UnclosedBlock, Visible
 from .tool_calls import AssembledCall, ToolCallAssembler, calls_from_text
@@ -95,6 +105,13 @@ class ChatAgent:
             messages.append({"role": "system", "content": instruction})
         return messages
 
+    def history_block(self, names: list[str]) -> str:
+        """dual_agent: the block of a turn's events, kept after the reply in ChatAgent's own history (never spoken,
+        never in the EventAgent's slice). Issue 17: a 1.5B model that saw its earlier answers without a block
+        stopped writing one (recall 18/23 on first turns, 17/74 on later ones)."""
+        names = list(dict.fromkeys(names))
+        return f"{OPEN}{', '.join(names)}{CLOSE}" if self.mode == "dual_agent" and names else ""
+
     def tools(self, *, events: bool) -> list[dict[str, Any]] | None:
         """Provider tools: only in chat_agent_tools mode, never in dual_agent (tools=[] there)."""
         if self.mode == "chat_agent_tools" and events and len(self.registry):
@@ -115,13 +132,19 @@ class ChatAgent:
         stripped: Counter[str] = Counter()  # formatting removed from speech, audited once per reply
         parser = TextEventParser() if self.mode == "dual_agent" else None
         assembler = ToolCallAssembler()
+        # the catalog's examples carry event blocks: a block right after an example's label is that example read
+        # back, never the child's request
+        since_block: list[str] = []
 
         def requests_from_names(names: tuple[str, ...]) -> list[Detected]:
             out = []
+            echo = reads_back_an_example("".join(since_block))
+            since_block.clear()
             for name in names:
-                if not allow_events:
+                if not allow_events or echo:
+                    why = "follow-up round" if not allow_events else "an example of the prompt read back"
                     record.ignored_events.append(name)
-                    self.audit.record(AuditKind.EVENT_IGNORED, turn_id=turn_id, name=name, reason="follow-up round")
+                    self.audit.record(AuditKind.EVENT_IGNORED, turn_id=turn_id, name=name, reason=why)
                     continue
                 out.append(Detected(EventRequest(name=name, turn_id=turn_id, source=SourceProtocol.TEXT_EVENTS)))
             return out
@@ -182,6 +205,7 @@ class ChatAgent:
                         continue
                     for parsed in parser.feed(item.text):
                         if isinstance(parsed, Visible):
+                            since_block.append(parsed.text)
                             for out in guarded(guard.feed(parsed.text)):
                                 yield out
                         elif isinstance(parsed, EventBlock):
@@ -222,8 +246,12 @@ _FORMATTING = frozenset({"markdown", "emoji", "tag", "link_url"})  # counted, no
 def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRules:
     """The guard's rules for this registry: every event and tool name, and every prompt text a model might echo."""
     names = [d.name for d in registry] + [d.tool_name for d in registry]
-    instructions = [catalog_instruction(registry), tools_instruction(), FOLLOW_UP_TOOL_NOTE, results_message([])]
-    return SpeakableRules(names, [persona, *instructions] if persona else instructions)
+    # the catalog without its examples: an example's reply is natural speech a model may rightly say; the examples
+    # are recognised only in their labelled form
+    instructions = [catalog_instruction(registry, examples=False), EXAMPLES_HEADER, tools_instruction(),
+                    FOLLOW_UP_TOOL_NOTE, results_message([])]
+    examples = [(child, reply) for child, reply, _ in example_lines(registry)]
+    return SpeakableRules(names, [persona, *instructions] if persona else instructions, examples)
 
 
 def _short(text: str, limit: int = 500) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..events import EventDefinition, EventResult, EventStatus
@@ -11,23 +12,70 @@ OPEN, CLOSE = "<agent_events>", "</agent_events>"
 RESULTS_PREFIX = "[event results]"
 
 
-def catalog_instruction(definitions: Iterable[EventDefinition]) -> str:
-    """dual_agent: the compact event catalog (names + one-line descriptions), no schemas."""
+# Compact examples for the catalog (issue 17): a 0.5B-1.5B model copies a shown pattern far more reliably than it
+# follows a described one. Each is (the child's words, the spoken reply, the event names); kept to four so the
+# catalog stays a fraction of the tool schemas' tokens. Names not in the registry are left out of an example.
+CATALOG_EXAMPLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("Louder please!", "Okay, I will speak up!", ("device.volume.adjust",)),
+    ("Why is the sky blue?", "Sunlight bounces around in the air, and blue bounces the most.", ()),
+    ("Remind me to feed the cat at 5 and bye bye!", "Okay, see you later!",
+     ("calendar.schedule.create", "session.terminate")),
+    ("拜拜！", "拜拜，下次见！", ("session.terminate",)),
+)
+
+
+EXAMPLES_HEADER = "Examples of answers:"
+# An example as the catalog writes it, `Child: "…" You: …`: a block right after this label is the example's block
+# read back, never the child's request
+_EXAMPLE_LABEL = re.compile(r'Child:\s*["“][^"”\n]*["”]\s*You:')
+
+
+def reads_back_an_example(text_before_block: str) -> bool:
+    """Whether the visible text since the previous block holds an example's label (`Child: "…" You:`)."""
+    return bool(_EXAMPLE_LABEL.search(text_before_block))
+
+
+def example_lines(definitions: Iterable[EventDefinition]) -> list[tuple[str, str, str]]:
+    """The catalog's examples for these events: (the child's words, the spoken reply, the block). An example that
+    names an event not advertised here is left out."""
+    known = {d.name for d in definitions if d.advertised}
+    return [(child, reply, f"{OPEN}{', '.join(names)}{CLOSE}" if names else "")
+            for child, reply, names in CATALOG_EXAMPLES if set(names) <= known]
+
+
+def catalog_instruction(definitions: Iterable[EventDefinition], *, examples: bool = True) -> str:
+    """dual_agent: the compact event catalog (names + one-line descriptions), no schemas, with compact examples.
+
+    `examples=False` gives the text without them: the speakable guard's echo rules use that plus the example lines
+    in their own form (`SpeakableRules(examples=...)`), so a natural reply that happens to equal an example's reply
+    ("Okay, I will speak up!") is never taken for an echo of the prompt.
+    """
+    definitions = list(definitions)
     lines = "\n".join(f"- {d.name}: {d.description}" for d in definitions if d.advertised)
-    return (
+    text = (
         "You can also trigger these device events:\n"
         f"{lines}\n"
-        f"First say your short natural reply to the child. If the child asked for one or more of these events, end "
-        f"your message with {OPEN}event.name, other.name{CLOSE} listing only the event names. Never read the block "
-        "aloud or mention it. Do not guess details such as times or numbers; the device works them out."
+        "Answer the child in one to three short sentences. When the child asks for one or more of these events "
+        "(also a plain goodbye, in any language), write their names at the very end, after your answer, as "
+        f"{OPEN}name, name{CLOSE}. Otherwise add nothing. Never read the block aloud or mention it. Do not guess "
+        "details such as times or numbers; the device works them out."
     )
+    shown = example_lines(definitions) if examples else []
+    if not shown:
+        return text
+    return text + f"\n{EXAMPLES_HEADER}\n" + "\n".join(f'Child: "{c}" You: {r}{b}' for c, r, b in shown)
 
 
 def tools_instruction() -> str:
-    """chat_agent_tools: the minimal instruction that goes with native tool schemas."""
+    """chat_agent_tools: the minimal instruction that goes with native tool schemas.
+
+    It names when to call and leaves the order free: the earlier "first say your short natural reply, then call
+    the needed tools" made a 0.5B model speak instead of calling (1 of 6 direct probes called, 11 of 12 without it).
+    """
     return (
-        "You can call the provided tools for device actions. First say your short natural reply to the child, then "
-        "call the needed tools (several if needed) with the arguments you can tell from the request."
+        "When the child asks for something one of the tools does (a goodbye too, if a tool ends the conversation), "
+        "call the matching tools, several if needed, with the arguments you can tell from the request. Keep your "
+        "words to the child short."
     )
 
 

@@ -31,6 +31,7 @@ REASONS = {
     "code": "code",
     "link_url": "a link address",
     "name": "a registered event or tool name",
+    "identifier": "an identifier-like name (an invented event or tool name)",
     "catalog": "a line of the event catalog",
     "instruction": "instruction text read back",
     "partial_sentence": "a sentence cut by the token limit",
@@ -40,6 +41,26 @@ _WORDS = re.compile(r"\w+")
 _SPACES = re.compile(r"[ \t]{2,}")
 _SPACE_BEFORE_MARK = re.compile(r"\s+(?=[.,!?;:。，！？；：])")  # left where something was removed: "did it 👍."
 _SENTENCE_PARTS = re.compile(r"[.:;!?]+(?=\s|\Z)|\n")  # a period inside a dotted name does not cut
+# An identifier no one speaks: a dotted name (`feed.fish.start`, `volume.set`), with call arguments if written as a
+# call. Small models invent such event names; the registry cannot know them, and nothing spoken may be a tool or
+# event name. Every part has two or more characters and starts with a letter, so "e.g.", "a.m." and "3.5" stay
+# speech; a web domain (a last part that is a common top-level domain, "pbskids.org") stays speech too. snake_case
+# stays speech unless it is a registered name: "snake_case" itself is a word a child may ask about.
+_IDENTIFIER = re.compile(
+    r"(?<![\w.@/])[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+(?![\w]|\.\w)(\s*\([^()]*\))?", re.ASCII)
+_DOMAINS = frozenset({"com", "org", "net", "edu", "gov", "io", "co", "uk", "cn", "de", "fr", "jp", "info", "app"})
+
+
+# The catalog examples' form, `Child: "…" You: …`: a 0.5B model writes its answer in it. A segment that starts with
+# the child's label is a made-up child line (hidden up to a "You:" label); a leading "You:" label is dropped and
+# what follows is the answer.
+_CHILD_LABEL = re.compile(r"\s*Child\s*[:：]")
+_YOU_LABEL = re.compile(r"(?:^|(?<=\s)|(?<=[\"”]))You\s*[:：]\s*")
+
+
+def _identifier(match: re.Match[str]) -> bool:
+    """Whether a dotted candidate is an identifier rather than a web domain."""
+    return match.group().split("(")[0].rstrip().rsplit(".", 1)[-1].lower() not in _DOMAINS
 
 
 def reason(kind: str) -> str:
@@ -64,7 +85,8 @@ def _normalized(text: str) -> str:
 class SpeakableRules:
     """What only the runtime knows: event/tool names and the prompt text. Built once per agent, shared by guards."""
 
-    def __init__(self, names: Iterable[str] = (), instructions: Iterable[str] = ()) -> None:
+    def __init__(self, names: Iterable[str] = (), instructions: Iterable[str] = (),
+                 examples: Iterable[tuple[str, str]] = ()) -> None:
         # a name without a separator ("search") cannot be told from an ordinary word, so only dotted, snake- or
         # kebab-case names are removed (every built-in name and tool name is one of those)
         unique = sorted({n for n in names if n and any(sep in n for sep in "._-")}, key=len, reverse=True)
@@ -78,6 +100,11 @@ class SpeakableRules:
         texts = [_as_spoken(text) for text in instructions]
         self._fragments = {_normalized(part) for text in texts for part in _SENTENCE_PARTS.split(text)}
         self._fragments = {f for f in self._fragments if " " in f}  # one word alone is never an echo
+        # the prompt's examples (`Child: "…" You: …`) are echoes only in their labelled form: an example's reply on
+        # its own is natural speech a model may rightly say
+        for child, reply in examples:
+            child, reply = _normalized(_as_spoken(child)), _normalized(_as_spoken(reply))
+            self._fragments |= {f"child {child}", f"you {reply}", f"child {child} you {reply}"}
         self._corpus = " " + " ".join(_normalized(text) for text in texts) + " "
 
     def check(self, segment: str) -> tuple[str, list[Hidden], bool]:
@@ -89,14 +116,28 @@ class SpeakableRules:
         if words and (words in self._fragments or
                       (words.count(" ") + 1 >= MIN_ECHO_WORDS and f" {words} " in self._corpus)):
             return "", [Hidden("instruction", segment)], False
-        if self._names is None:
+        hidden: list[Hidden] = []
+        open_call = False
+        you = _YOU_LABEL.search(segment)
+        if _CHILD_LABEL.match(segment):
+            hidden.append(Hidden("instruction", segment[: you.end()] if you else segment))
+            segment = segment[you.end():] if you else ""
+        elif you and you.start() == 0:
+            hidden.append(Hidden("instruction", you.group()))
+            segment = segment[you.end():]
+        if self._names is not None:
+            matches = list(self._names.finditer(segment))
+            if matches:
+                hidden = [Hidden("tool_call" if m.group(1) else "name", m.group()) for m in matches]
+                open_call = bool(matches[-1].group(1)) and not matches[-1].group(1).endswith(")")
+                segment = self._names.sub("", segment)
+        invented = [m for m in _IDENTIFIER.finditer(segment) if _identifier(m)]
+        if invented:
+            hidden += [Hidden("tool_call" if m.group(1) else "identifier", m.group()) for m in invented]
+            segment = _IDENTIFIER.sub(lambda m: "" if _identifier(m) else m.group(), segment)
+        if not hidden:
             return segment, [], False
-        matches = list(self._names.finditer(segment))
-        if not matches:
-            return segment, [], False
-        hidden = [Hidden("tool_call" if m.group(1) else "name", m.group()) for m in matches]
-        open_call = bool(matches[-1].group(1)) and not matches[-1].group(1).endswith(")")
-        text = _tidy(self._names.sub("", segment))
+        text = _tidy(segment)
         return (text if any(ch.isalnum() for ch in text) else ""), hidden, open_call
 
 

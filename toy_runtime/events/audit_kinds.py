@@ -32,7 +32,8 @@ class AuditKind(StrEnum):
     EVENT_ATTEMPT_FAILED = "event.attempt_failed", "one attempt of an event handler failed (retried if transient)"
     EVENT_IDEMPOTENT_REPLAY = "event.idempotent_replay", "an event already done under the same key: result replayed"
     EVENT_RESULT = "event.result", "an event's final result: status, timings, output or error"
-    EVENT_IGNORED = "event.ignored", "an event the chat agent proposed where none may run (a follow-up round)"
+    EVENT_IGNORED = "event.ignored", ("an event the chat agent proposed where none may run (a follow-up round, or an "
+                                      "example of the prompt read back)")
     BATCH_COMPLETED = "batch.completed", "a turn's events all finished: their names and the batch's timings"
     BATCH_ABORTED = "batch.aborted", "a turn's event batch was cancelled before it finished"
 

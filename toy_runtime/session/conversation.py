@@ -20,12 +20,16 @@ class Conversation:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """History as Chat Completions messages (role/content only)."""
-        return list(self._history) if self.history_turns else []
+        """History as Chat Completions messages (role/content only) for ChatAgent: an assistant message carries its
+        turn's `protocol` text after what was said (dual_agent's event block), never the results."""
+        if not self.history_turns:
+            return []
+        return [{"role": m["role"], "content": m["content"] + m.get("protocol", "")} for m in self._history]
 
-    def add(self, role: str, content: str) -> None:
+    def add(self, role: str, content: str, *, protocol: str = "") -> None:
+        """Append one message; `protocol` is the unspoken part ChatAgent wrote (kept out of the EventAgent slice)."""
         if content:
-            self._history.append({"role": role, "content": content})
+            self._history.append({"role": role, "content": content, **({"protocol": protocol} if protocol else {})})
 
     def slice_for_events(self, n: int = 4) -> list[dict[str, str]]:
         """The smallest useful slice for EventAgent and resolvers."""

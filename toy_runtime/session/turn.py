@@ -200,7 +200,7 @@ class TurnRunner:
         if terminated:
             conv.terminated = True
 
-        self._remember(text, spoken)
+        self._remember(text, spoken, [r.name for r in outcome.results])
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
         self.audit.record(AuditKind.TURN_COMPLETED, turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
@@ -315,7 +315,7 @@ class TurnRunner:
                               estimated_prompt_tokens=stats.prompt_tokens,
                               estimated_completion_tokens=stats.completion_tokens)
 
-    def _remember(self, text: str, spoken: list[Speech]) -> None:
+    def _remember(self, text: str, spoken: list[Speech], events: list[str] | None = None) -> None:
         """Visible history only: what the child said and, as one message, everything the toy said.
 
         Event results (search snippets above all) are never stored: they are untrusted outside text, and the
@@ -324,7 +324,10 @@ class TurnRunner:
         """
         conv = self.conversation
         conv.add("user", text)
-        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"))
+        # dual_agent: the turn's event block stays after the reply in ChatAgent's history, so a small model keeps
+        # seeing the form it is asked to write (results are never kept)
+        block = self.chat.history_block(events or []) if self.chat is not None else ""
+        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block)
 
     def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, turn_id: str):
         now = time.perf_counter()
