@@ -16,21 +16,27 @@ def gap(ms: int, rate: int = 22050, seed: int = 0) -> bytes:
     return np.random.default_rng(seed).normal(0, 10, rate * ms // 1000).astype("<i2").tobytes()
 
 
-async def test_wav_file_through_the_listener_gives_the_right_transcripts(tmp_path, speak, sphinx):
+async def listen(wav, sphinx, **listener_kw) -> tuple[list, WavFileSource, Listener]:
+    """Every listener event for a WAV file (22050 Hz → 16 kHz frames, as fast as consumed), with the source and
+    the listener."""
     from toy_runtime.adapters.webrtc_vad import WebRtcVad
 
-    a, b = speak("what is the weather today"), speak("play some music")
-    assert a.sample_rate_hz == b.sample_rate_hz == 22050
-    wav = write_wav(tmp_path / "turns.wav", gap(700) + a.pcm + gap(1200, seed=1) + b.pcm + gap(800, seed=2), 22050)
-
-    src = WavFileSource(wav, frame_ms=20)  # 22050 Hz file → 16 kHz frames, as fast as consumed
-    listener = Listener(src, WebRtcVad(2), sphinx, CFG)
+    src = WavFileSource(wav, frame_ms=20)
+    listener = Listener(src, WebRtcVad(2), sphinx, CFG, **listener_kw)
     await src.start()
     try:
         events = [e async for e in listener.events()]
     finally:
         await listener.aclose()
         await src.aclose()
+    return events, src, listener
+
+
+async def test_wav_file_through_the_listener_gives_the_right_transcripts(tmp_path, speak, sphinx):
+    a, b = speak("what is the weather today"), speak("play some music")
+    assert a.sample_rate_hz == b.sample_rate_hz == 22050
+    wav = write_wav(tmp_path / "turns.wav", gap(700) + a.pcm + gap(1200, seed=1) + b.pcm + gap(800, seed=2), 22050)
+    events, src, _ = await listen(wav, sphinx)
     utts = [e for e in events if isinstance(e, Utterance)]
     assert [u.text for u in utts] == ["what is the weather today", "play some music"]
     # WebRTC VAD may misfire on the first hiss before it has adapted: at most a discarded blip, never an utterance.
@@ -45,16 +51,7 @@ async def test_wav_file_through_the_listener_gives_the_right_transcripts(tmp_pat
 
 
 async def transcripts(wav, sphinx, **listener_kw) -> tuple[list[str], Listener]:
-    from toy_runtime.adapters.webrtc_vad import WebRtcVad
-
-    src = WavFileSource(wav, frame_ms=20)
-    listener = Listener(src, WebRtcVad(2), sphinx, CFG, **listener_kw)
-    await src.start()
-    try:
-        events = [e async for e in listener.events()]
-    finally:
-        await listener.aclose()
-        await src.aclose()
+    events, _, listener = await listen(wav, sphinx, **listener_kw)
     return [e.text for e in events if isinstance(e, Utterance)], listener
 
 

@@ -89,7 +89,7 @@ class Oracle:
         prompt_tokens = estimate_prompt_tokens(request)
         if isinstance(request.get("tool_choice"), Mapping):
             return self._event_agent(request, messages, prompt_tokens)
-        if _is_follow_up(messages):
+        if is_follow_up(messages):
             return self._follow_up(messages, prompt_tokens)
         return self._first_answer(request, messages, prompt_tokens)
 
@@ -195,7 +195,7 @@ def grounded_answer(results: list[Mapping[str, Any]], lang: str) -> str:
     return "抱歉，我现在查不到，我们等一下再试试。" if lang == "zh" else "Sorry, I couldn't check that just now."
 
 
-def _is_follow_up(messages: list[Mapping[str, Any]]) -> bool:
+def is_follow_up(messages: list[Mapping[str, Any]]) -> bool:
     """Tool-role messages appear only in direct-mode follow-ups; dual_agent follow-ups end with the results message."""
     if any(m.get("role") == "tool" for m in messages):
         return True

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
-from .voice_session import MIXED_PHRASES, MixedSessionReplies
+from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
 __all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench"]
 
@@ -90,24 +89,6 @@ def _reset_peak(pid: int) -> bool:
         return False
 
 
-class _StampedReplies:
-    """The scripted server's responder: one fixed reply, and the CLOCK_MONOTONIC arrival of every request."""
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.arrivals: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            self.arrivals.append(time.monotonic())
-        return self.reply
-
-    def first_after(self, since: float, until: float | None) -> float | None:
-        with self._lock:
-            return next((t for t in self.arrivals if t >= since and (until is None or t < until)), None)
-
-
 def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig,
                  search_url: str | None = None) -> dict[str, str]:
     # the user's own TOY_* / OPENAI_* / glibc malloc settings would change what is measured
@@ -149,7 +130,7 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
 def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
          progress: Callable[[str], None]) -> dict[str, Any]:
     audit = state / "audit.jsonl"
-    stamps: Any = _StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
+    stamps: Any = StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
     search: FakeSearxng | None = None
     if config.session == "mixed":
         kinds = [MIXED_PHRASES[i % len(MIXED_PHRASES)][1] for i in range(config.turns)]
@@ -231,7 +212,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
 
 def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recording_t0: float | None,
              plays: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
-             stamps: _StampedReplies, vad_tails: list[float | None]) -> dict[str, Any]:
+             stamps: StampedReplies, vad_tails: list[float | None]) -> dict[str, Any]:
     mic_pcm, speaker_pcm = split_probe(pcm)
     rate = 16000
     mic, speaker = levels_of(mic_pcm, rate), levels_of(speaker_pcm, rate)

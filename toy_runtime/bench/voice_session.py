@@ -15,10 +15,10 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..agent.prompts import RESULTS_PREFIX
 from ..testing.scripted_llm import Reply
+from .oracle import is_follow_up
 
-__all__ = ["MIXED_PHRASES", "MixedSessionReplies"]
+__all__ = ["MIXED_PHRASES", "MixedSessionReplies", "StampedReplies"]
 
 # (what the child says, what kind of turn it is); the bench cycles through them. The reminders say their time (the
 # child's words decide it, never the model) in words the embedded recognizer gets right.
@@ -44,30 +44,21 @@ _FOLLOW_UP = "I looked it up. Here is what I found, in a few short words."
 _EVENTS = {"search": "knowledge.web.search", "reminder": "calendar.schedule.create"}
 
 
-class MixedSessionReplies:
-    """The scripted server's responder for a mixed session; stamps every request's CLOCK_MONOTONIC arrival."""
+class StampedReplies:
+    """The scripted server's responder: one fixed reply, and the CLOCK_MONOTONIC arrival of every request."""
 
-    def __init__(self, kinds: list[str], *, delay_s: float = 0.0) -> None:
-        self.kinds = kinds  # the kind of each turn, in order
-        self.delay_s = delay_s
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
         self.arrivals: list[float] = []
-        self.requests_by_kind = {"chat": 0, "event_agent": 0, "follow_up": 0}
         self._lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         with self._lock:
             self.arrivals.append(time.monotonic())
-            if request.get("tool_choice") not in (None, "auto", "none") and request.get("tools"):
-                self.requests_by_kind["event_agent"] += 1
-                return _event_agent_reply(request)
-            if _is_follow_up(request):
-                self.requests_by_kind["follow_up"] += 1
-                return Reply(text=_FOLLOW_UP, delay_s=self.delay_s)
-            turn = self.requests_by_kind["chat"]
-            self.requests_by_kind["chat"] += 1
-        kind = self.kinds[turn % len(self.kinds)] if self.kinds else "plain"
-        event = _EVENTS.get(kind)
-        return Reply(text=_ANSWERS[kind] + (_BLOCK.format(event) if event else ""), delay_s=self.delay_s)
+        return self._answer(request)
+
+    def _answer(self, request: dict[str, Any]) -> Reply:
+        return self.reply
 
     def first_after(self, since: float, until: float | None) -> float | None:
         """The first request that arrived in [since, until)."""
@@ -75,9 +66,29 @@ class MixedSessionReplies:
             return next((t for t in self.arrivals if t >= since and (until is None or t < until)), None)
 
 
-def _is_follow_up(request: dict[str, Any]) -> bool:
-    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    return bool(users) and str(users[-1].get("content", "")).startswith(RESULTS_PREFIX)
+class MixedSessionReplies(StampedReplies):
+    """The scripted server's responder for a mixed session: each request answered by its kind."""
+
+    def __init__(self, kinds: list[str], *, delay_s: float = 0.0) -> None:
+        super().__init__(Reply(text=_ANSWERS["plain"], delay_s=delay_s))
+        self.kinds = kinds  # the kind of each turn, in order
+        self.delay_s = delay_s
+        self.requests_by_kind = {"chat": 0, "event_agent": 0, "follow_up": 0}
+        self._count_lock = threading.Lock()
+
+    def _answer(self, request: dict[str, Any]) -> Reply:
+        with self._count_lock:
+            if request.get("tool_choice") not in (None, "auto", "none") and request.get("tools"):
+                self.requests_by_kind["event_agent"] += 1
+                return _event_agent_reply(request)
+            if is_follow_up(request.get("messages", [])):
+                self.requests_by_kind["follow_up"] += 1
+                return Reply(text=_FOLLOW_UP, delay_s=self.delay_s)
+            turn = self.requests_by_kind["chat"]
+            self.requests_by_kind["chat"] += 1
+        kind = self.kinds[turn % len(self.kinds)] if self.kinds else "plain"
+        event = _EVENTS.get(kind)
+        return Reply(text=_ANSWERS[kind] + (_BLOCK.format(event) if event else ""), delay_s=self.delay_s)
 
 
 def _event_agent_reply(request: dict[str, Any]) -> Reply:
