@@ -117,7 +117,12 @@ async def test_snippets_are_quoted_evidence_and_never_reach_history_or_event_age
     assert all(MARKER not in json.dumps(r["messages"], ensure_ascii=False) for r in seen["event_agent"])
     assert MARKER not in json.dumps(seen["chat"][1]["messages"], ensure_ascii=False)
     roles = [m["role"] for m in h.runner.conversation.messages]
-    assert roles == ["user", "assistant"] * 2  # one message per side and turn: roles alternate
+    if mode == "dual_agent":
+        assert roles == ["user", "assistant"] * 2  # one message per side and turn: roles alternate
+    else:  # each turn's call stands in the history, answered by its status only
+        assert roles == ["user", "assistant", "tool"] * 2
+        assert all(json.loads(m["content"]).keys() == {"status"}
+                   for m in h.runner.conversation.messages if m["role"] == "tool")
 
 
 async def test_event_agent_calls_are_attributed_to_their_own_turn_when_two_conversations_overlap(make_harness):

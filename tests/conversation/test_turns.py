@@ -46,6 +46,28 @@ async def test_clear_volume_turn_is_one_llm_call_and_silent(mode, llm_server, ma
     assert "<agent_events>" not in " ".join(turn.speech()) and "agent_events" not in " ".join(turn.speech())
 
 
+async def test_direct_mode_history_keeps_the_calls_that_ran_with_their_status_only(llm_server, make_harness):
+    """chat_agent_tools: the next request shows the earlier turn's call as it ran (the child's 30, not the model's
+    80), answered by a status-only tool message, so a small model keeps seeing the form it is asked to write."""
+    llm_server.add(reply_for("chat_agent_tools", "Okay!",
+                             [("device.volume.adjust", "adjust_device_volume", {"mode": "absolute", "value": 80})]),
+                   Reply(text="Hi again!"))
+    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    await h.turn("set the volume to 30")
+    await h.turn("hello")
+    history = llm_server.requests[1]["messages"][1:-1]
+    history = [m for m in history if m["role"] != "system"]
+    assert [m["role"] for m in history] == ["user", "assistant", "tool"]
+    [call] = history[1]["tool_calls"]
+    assert history[1]["content"] == "Okay!"
+    assert call["function"]["name"] == "adjust_device_volume"
+    assert json.loads(call["function"]["arguments"]) == {"mode": "absolute", "value": 30}
+    assert history[2] == {"role": "tool", "tool_call_id": call["id"], "content": '{"status": "succeeded"}'}
+    assert (await h.mixer.get()).level == 30
+    # EventAgent's slice stays what was said
+    assert all("tool_calls" not in m for m in h.runner.conversation.slice_for_events())
+
+
 async def test_modes_send_catalog_or_tools_only(llm_server, make_harness):
     llm_server.add(Reply(text="Hi!"), Reply(text="Hi!"))
     dual = make_harness(mode="dual_agent", base_url=llm_server.url)
@@ -193,9 +215,17 @@ async def test_search_gives_first_answer_then_one_grounded_second_answer(mode, m
     else:
         assert second["tool_choice"] == "none"
         assert any(m["role"] == "tool" for m in second["messages"])
-    # history keeps only visible text and one compact results message
+    # history keeps what was said and the mode's record of which events ran, never the results
     history = h.runner.conversation.messages
-    assert not any(m.get("tool_calls") or m["role"] == "tool" for m in history)
+    if mode == "dual_agent":
+        assert not any(m.get("tool_calls") or m["role"] == "tool" for m in history)
+        assert history[-1]["content"].endswith("<agent_events>knowledge.web.search</agent_events>")
+    else:
+        user, assistant, tool = history
+        [call] = assistant["tool_calls"]
+        assert call["function"]["name"] == "web_search" and json.loads(call["function"]["arguments"])["query"]
+        assert tool == {"role": "tool", "tool_call_id": call["id"], "content": '{"status": "succeeded"}'}
+    assert not any(str(m.get("content")).startswith(RESULTS_PREFIX) for m in history)
 
 
 @pytest.mark.parametrize("mode", MODES)

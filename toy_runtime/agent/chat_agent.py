@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal
+from typing import Any, AsyncIterator, Literal, Sequence
 
-from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, SourceProtocol
+from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, SourceProtocol
 from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
 from .markup import Hidden
 from .prompts import (
@@ -31,7 +31,7 @@ from .prompts import (
 )
 from .speakable import SpeakableGuard, SpeakableRules, reason
 from .text_events import EventBlock, TextEventParser, UnclosedBlock, Visible
-from .tool_calls import AssembledCall, ToolCallAssembler, calls_from_text
+from .tool_calls import AssembledCall, HistoryCall, ToolCallAssembler, calls_from_text
 
 Mode = Literal["dual_agent", "chat_agent_tools"]
 
@@ -111,6 +111,20 @@ class ChatAgent:
         stopped writing one (recall 18/23 on first turns, 17/74 on later ones)."""
         names = list(dict.fromkeys(names))
         return f"{OPEN}{', '.join(names)}{CLOSE}" if self.mode == "dual_agent" and names else ""
+
+    def history_calls(self, results: Sequence[EventResult], turn_id: str) -> list[HistoryCall]:
+        """chat_agent_tools: a turn's events as the tool calls that stand for them, kept in ChatAgent's own history
+        with their status only (never their results: those are untrusted outside text). The direct-mode twin of
+        `history_block`: a small model that sees its earlier answers without calls stops calling (issue 17)."""
+        if self.mode != "chat_agent_tools":
+            return []
+        calls = []
+        for index, result in enumerate(results):
+            definition = self.registry.lookup(result.name)
+            if definition is not None and definition.advertised:
+                calls.append(HistoryCall(f"call_{turn_id.replace('.', '_')}_{index}", definition.tool_name,
+                                         dict(result.arguments), result.status.value))
+        return calls
 
     def tools(self, *, events: bool) -> list[dict[str, Any]] | None:
         """Provider tools: only in chat_agent_tools mode, never in dual_agent (tools=[] there)."""

@@ -45,6 +45,27 @@ class AssembledCall:
     raw_arguments: str
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryCall:
+    """A call kept in ChatAgent's own history (chat_agent_tools): the event that ran, in the provider's form, and
+    its status only, never its result."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    status: str
+
+    def provider_call(self) -> dict[str, Any]:
+        """The entry for the assistant message's `tool_calls`."""
+        return {"id": self.call_id, "type": "function",
+                "function": {"name": self.tool_name,
+                             "arguments": json.dumps(self.arguments, ensure_ascii=False, default=str)}}
+
+    def tool_message(self) -> dict[str, Any]:
+        """The tool message that answers the call (the provider requires one per call)."""
+        return {"role": "tool", "tool_call_id": self.call_id, "content": json.dumps({"status": self.status})}
+
+
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     """Decode a tool call's argument string into (arguments, error); never raises."""
     if not raw.strip():

@@ -122,7 +122,7 @@ class Oracle:
         with self._lock:
             self.stats.follow_ups += 1
         results: list[dict[str, Any]] = []
-        tool_messages = [m for m in messages if m.get("role") == "tool"]
+        tool_messages = _after_last_user(messages, "tool")
         if tool_messages:
             for message in tool_messages:
                 results.extend(_json_items(_content(message)))
@@ -196,11 +196,17 @@ def grounded_answer(results: list[Mapping[str, Any]], lang: str) -> str:
 
 
 def is_follow_up(messages: list[Mapping[str, Any]]) -> bool:
-    """Tool-role messages appear only in direct-mode follow-ups; dual_agent follow-ups end with the results message."""
-    if any(m.get("role") == "tool" for m in messages):
+    """A direct-mode follow-up has tool messages after the last user message (earlier turns' calls stand in the
+    history before it); a dual_agent follow-up ends with the results message."""
+    if _after_last_user(messages, "tool"):
         return True
     last = messages[-1] if messages else {}
     return last.get("role") == "user" and _content(last).startswith(RESULTS_PREFIX)
+
+
+def _after_last_user(messages: list[Mapping[str, Any]], role: str) -> list[Mapping[str, Any]]:
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    return [m for m in messages[(users[-1] if users else 0):] if m.get("role") == role]
 
 
 def _last(messages: list[Mapping[str, Any]], role: str) -> Mapping[str, Any]:

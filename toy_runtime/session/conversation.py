@@ -1,10 +1,11 @@
-"""The visible conversation history kept for ChatAgent (no tool schemas, tool calls or tool-role messages)."""
+"""The conversation history kept for ChatAgent: what was said, plus the mode's own record of which events ran (a
+dual_agent block, or chat_agent_tools calls with their status), never event results or tool schemas."""
 
 from __future__ import annotations
 
 import uuid
 from collections import deque
-from typing import Any
+from typing import Any, Sequence
 
 
 class Conversation:
@@ -20,16 +21,30 @@ class Conversation:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """History as Chat Completions messages (role/content only) for ChatAgent: an assistant message carries its
-        turn's `protocol` text after what was said (dual_agent's event block), never the results."""
+        """History as Chat Completions messages for ChatAgent: an assistant message carries its turn's `protocol`
+        text after what was said (dual_agent's event block) or its `calls` as `tool_calls`, each answered by a
+        status-only tool message (chat_agent_tools), never the results."""
         if not self.history_turns:
             return []
-        return [{"role": m["role"], "content": m["content"] + m.get("protocol", "")} for m in self._history]
+        out: list[dict[str, Any]] = []
+        for m in self._history:
+            message: dict[str, Any] = {"role": m["role"], "content": m["content"] + m.get("protocol", "")}
+            calls = m.get("calls", ())
+            if calls:
+                message["content"] = message["content"] or None
+                message["tool_calls"] = [c.provider_call() for c in calls]
+            out.append(message)
+            out.extend(c.tool_message() for c in calls)
+        return out
 
-    def add(self, role: str, content: str, *, protocol: str = "") -> None:
-        """Append one message; `protocol` is the unspoken part ChatAgent wrote (kept out of the EventAgent slice)."""
-        if content:
-            self._history.append({"role": role, "content": content, **({"protocol": protocol} if protocol else {})})
+    def add(self, role: str, content: str, *, protocol: str = "", calls: Sequence[Any] = ()) -> None:
+        """Append one message; `protocol` (text) or `calls` (objects with `provider_call()` and `tool_message()`)
+        are the unspoken part ChatAgent's mode records, kept out of the EventAgent slice."""
+        if content or calls:
+            extra: dict[str, Any] = {"protocol": protocol} if protocol else {}
+            if calls:
+                extra["calls"] = tuple(calls)
+            self._history.append({"role": role, "content": content, **extra})
 
     def slice_for_events(self, n: int = 4) -> list[dict[str, str]]:
         """The smallest useful slice for EventAgent and resolvers."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 from zoneinfo import ZoneInfo
 
 from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
@@ -200,7 +200,7 @@ class TurnRunner:
         if terminated:
             conv.terminated = True
 
-        self._remember(text, spoken, [r.name for r in outcome.results])
+        self._remember(text, spoken, outcome.results, turn_id)
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
         self.audit.record(AuditKind.TURN_COMPLETED, turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
@@ -315,8 +315,8 @@ class TurnRunner:
                               estimated_prompt_tokens=stats.prompt_tokens,
                               estimated_completion_tokens=stats.completion_tokens)
 
-    def _remember(self, text: str, spoken: list[Speech], events: list[str] | None = None) -> None:
-        """Visible history only: what the child said and, as one message, everything the toy said.
+    def _remember(self, text: str, spoken: list[Speech], results: Sequence[EventResult], turn_id: str) -> None:
+        """What the child said and, as one message, everything the toy said, with the mode's record of the turn's events.
 
         Event results (search snippets above all) are never stored: they are untrusted outside text, and the
         history feeds later prompts, EventAgent's among them. One assistant message also keeps the roles
@@ -324,10 +324,11 @@ class TurnRunner:
         """
         conv = self.conversation
         conv.add("user", text)
-        # dual_agent: the turn's event block stays after the reply in ChatAgent's history, so a small model keeps
-        # seeing the form it is asked to write (results are never kept)
-        block = self.chat.history_block(events or []) if self.chat is not None else ""
-        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block)
+        # the turn's events stay in ChatAgent's history in the mode's own form (a block, or calls with a status), so
+        # a small model keeps seeing the form it is asked to write (results are never kept)
+        block = self.chat.history_block([r.name for r in results]) if self.chat is not None else ""
+        calls = self.chat.history_calls(results, turn_id) if self.chat is not None else []
+        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block, calls=calls)
 
     def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, turn_id: str):
         now = time.perf_counter()
