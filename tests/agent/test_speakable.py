@@ -54,14 +54,17 @@ CASES = {
     "other tags and specials": ("Hi<|im_end|> <b>there</b>, friend.", ["Hi there, friend."], {"tag"}, []),
     "event block outside dual_agent": ("Bye!<agent_events>session.terminate</agent_events>", ["Bye!"],
                                        {"event_block"}, []),
-    "names": ("Now device.volume.adjust is done. I called adjust_device_volume!", ["Now is done.", "I called!"],
+    # a sentence that uses a name as a word talks about the machinery: none of it is spoken
+    "names": ("Okay, louder! Now device.volume.adjust is done. I called adjust_device_volume!", ["Okay, louder!"],
               {"name"}, []),
+    "a sentence about a tool": ('Here is the JSON object for the "adjust_device_volume" function call: What time '
+                                'should I remind you?', ["What time should I remind you?"], {"name"}, []),
     "python-style call": ('adjust_device_volume(mode="absolute", value=30) Done. Bye!', ["Done.", "Bye!"],
                           {"tool_call"}, []),
     "python-style call later": ('Okay! device.volume.adjust(mode="mute") Done.', ["Okay!", "Done."], {"tool_call"}, []),
     "catalog echo": (catalog_instruction(_registry()) + "\nHi there!", ["Hi there!"], {"instruction", "catalog"}, []),
     "invented dotted names": ("Okay! I will feed.fish.start now. And volume.set(level=3) too.",
-                              ["Okay!", "I will now.", "And too."], {"identifier", "tool_call"}, []),
+                              ["Okay!", "And too."], {"identifier", "tool_call"}, []),
     "the examples' form": ('Child: "Mmm, blue!" You: That\'s great!', ["That's great!"], {"instruction"}, []),
     "a made-up child line only": ('Child: "Make it 70!"', [], {"instruction"}, []),
     "invented name alone": ("Bye!\ngoodbye.session.end", ["Bye!"], {"identifier"}, []),
@@ -151,7 +154,7 @@ def test_detector_says_what_and_why():
     assert ("tool_call", "tool-call syntax") in kinds
     assert ("name", "a registered event or tool name") in kinds
     assert detect("Okay, feed.fish.start!", RULES) == [
-        Finding("identifier", "an identifier-like name (an invented event or tool name)", "feed.fish.start")]
+        Finding("identifier", "an identifier-like name (an invented event or tool name)", "Okay, feed.fish.start!")]
     assert next(f.raw for f in findings if f.kind == "tool_call") == HERMES
 
 
@@ -220,7 +223,7 @@ def test_calls_from_text_shapes_and_argument_rules():
 def test_plain_word_names_are_not_removed_from_speech():
     rules = SpeakableRules(["search", "web_search", "knowledge.web.search"])
     assert speakable("I can search for it. Not web_search or knowledge.web.search though.", rules)[0] == [
-        "I can search for it.", "Not or though."]
+        "I can search for it."]
 
 
 def test_ends_sentence():

@@ -125,19 +125,28 @@ class SpeakableRules:
         elif you and you.start() == 0:
             hidden.append(Hidden("instruction", you.group()))
             segment = segment[you.end():]
+        original = segment
+        mentioned = ""  # the kind of a name used as a word in the sentence, not written as a call
         if self._names is not None:
             matches = list(self._names.finditer(segment))
             if matches:
                 hidden = [Hidden("tool_call" if m.group(1) else "name", m.group()) for m in matches]
                 open_call = bool(matches[-1].group(1)) and not matches[-1].group(1).endswith(")")
+                mentioned = "name" if any(not m.group(1) for m in matches) else ""
                 segment = self._names.sub("", segment)
         invented = [m for m in _IDENTIFIER.finditer(segment) if _identifier(m)]
         if invented:
             hidden += [Hidden("tool_call" if m.group(1) else "identifier", m.group()) for m in invented]
+            mentioned = mentioned or ("identifier" if any(not m.group(1) for m in invented) else "")
             segment = _IDENTIFIER.sub(lambda m: "" if _identifier(m) else m.group(), segment)
         if not hidden:
             return segment, [], False
         text = _tidy(segment)
+        if mentioned and any(ch.isalnum() for ch in text):
+            # a sentence that names the machinery talks about it ('To change the volume, use adjust_device_volume
+            # with mode…', 'Now device.volume.adjust is done.'): without the name it is a broken sentence, so none
+            # of it is spoken (the turn's outcome is said by the runtime, never left silent)
+            return "", [Hidden(mentioned, original)], open_call
         return (text if any(ch.isalnum() for ch in text) else ""), hidden, open_call
 
 
