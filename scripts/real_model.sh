@@ -10,6 +10,9 @@
 #   scripts/real_model.sh serve            # start the server in the background (pid and log under $PREFIX/run)
 #   scripts/real_model.sh check            # one plain request and one with tools against a running server
 #   scripts/real_model.sh stop             # stop the server this script started
+#   PORT=8098 MODEL=1.5b scripts/real_model.sh llama-server
+#                                          # llama.cpp's own llama-server --jinja instead, built once from the
+#                                          # llama.cpp vendored in the pinned llama-cpp-python release (~20 min)
 #
 # Environment:
 #   PREFIX        where everything goes (default /opt/toy-llm): venv/, models/, dl/, run/
@@ -221,6 +224,63 @@ main()"
     die "server not answering after 180 s; log: $run_dir/server.log"
 }
 
+# llama.cpp's own server, from the llama.cpp source vendored in the same pinned llama-cpp-python release (PyPI serves
+# that source; GitHub is out of reach here), so both servers run the same llama.cpp.
+ls_dir="$prefix/llama.cpp"
+ls_bin="$ls_dir/build/bin/llama-server"
+
+cmd_llama_server_build() {
+    if [ -x "$ls_bin" ]; then
+        log "llama-server already built: $ls_bin"
+        return
+    fi
+    local version="${requirement##*==}"
+    mkdir -p "$prefix/dl"
+    log "fetching llama-cpp-python $version's source (its vendored llama.cpp) from PyPI"
+    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$prefix/dl"
+    rm -rf "$prefix/dl/src" "$ls_dir"
+    mkdir -p "$prefix/dl/src"
+    tar xzf "$prefix/dl/llama_cpp_python-$version.tar.gz" -C "$prefix/dl/src"
+    mv "$prefix/dl/src/llama_cpp_python-$version/vendor/llama.cpp" "$ls_dir"
+    log "building llama-server (cmake; ~20 min on 2 shared cores; log $prefix/dl/llama-server-build.log)"
+    nice -n "$nice_level" cmake -S "$ls_dir" -B "$ls_dir/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=ON \
+        >"$prefix/dl/llama-server-build.log" 2>&1
+    nice -n "$nice_level" cmake --build "$ls_dir/build" --target llama-server -j "$(nproc)" \
+        >>"$prefix/dl/llama-server-build.log" 2>&1 || die "build failed: $prefix/dl/llama-server-build.log"
+}
+
+cmd_llama_server() {
+    cmd_llama_server_build
+    read -r _ _ _ alias _ < <(model_spec "$model")
+    local gguf="$prefix/models/$alias.gguf"
+    [ -s "$gguf" ] || die "no weights at $gguf: run '$0 fetch' first"
+    mkdir -p "$run_dir"
+    if [ -f "$run_dir/server.pid" ] && kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null; then
+        die "a server is already running (pid $(cat "$run_dir/server.pid")): '$0 stop' first"
+    fi
+    # --jinja: the GGUF's own template renders the tools and the server parses calls back into tool_calls; one slot
+    # (-np 1) serves one conversation at a time and keeps its prefix cached, as llama-cpp-python's server does
+    local args=(-m "$gguf" --alias "$alias" --jinja --host 127.0.0.1 --port "$port" -c "$n_ctx" -np 1
+                -t "$n_threads" -tb "$n_threads")
+    if grep -qw amx_tile /proc/cpuinfo 2>/dev/null && [ "${EXTRA_BUFTS:-0}" != 1 ]; then
+        args+=(--no-repack)  # the same AMX fault as above
+    fi
+    log "starting: $ls_bin ${args[*]}"
+    nohup nice -n "$nice_level" "$ls_bin" "${args[@]}" >"$run_dir/llama-server.log" 2>&1 &
+    echo $! >"$run_dir/server.pid"
+    local _i
+    for _i in $(seq 1 180); do
+        if curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
+            log "llama-server up: http://127.0.0.1:$port/v1 model $alias (pid $(cat "$run_dir/server.pid"), log $run_dir/llama-server.log)"
+            return
+        fi
+        kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null || { tail -20 "$run_dir/llama-server.log" >&2; die "llama-server exited"; }
+        sleep 1
+    done
+    die "llama-server not answering after 180 s; log: $run_dir/llama-server.log"
+}
+
 cmd_stop() {
     if [ -f "$run_dir/server.pid" ]; then
         local pid _i
@@ -293,6 +353,7 @@ case "${1:-all}" in
     serve) cmd_serve ;;
     check) cmd_check ;;
     stop) cmd_stop ;;
+    llama-server) cmd_llama_server ;;
     all)
         cmd_install
         cmd_fetch >/dev/null
@@ -300,5 +361,5 @@ case "${1:-all}" in
         cmd_check || log "check failed (see above); the server is still running: '$0 stop' to end it"
         log "use it: toy-runtime doctor / chat with [llm] base_url = \"http://127.0.0.1:$port/v1\", model = \"$(model_spec "$model" | cut -d' ' -f4)\""
         ;;
-    *) die "usage: $0 [all|install|fetch|serve|check|stop]" ;;
+    *) die "usage: $0 [all|install|fetch|serve|check|stop|llama-server]" ;;
 esac

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,9 @@ def plot(all_rows: list[dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
     on = [r for r in all_rows if r["events"] == "enabled"]
-    labels = [f"{r['model'].replace('qwen2.5-coder-', '')}\n{r['mode'].replace('chat_agent_tools', 'tools')}"
-              .replace(" (", "\n(").replace(", ", ",\n") for r in on]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5))
+    labels = ["\n".join(textwrap.wrap(f"{r['model'].replace('qwen2.5-coder-', '')} "
+                                       f"{r['mode'].replace('chat_agent_tools', 'tools')}", 11)) for r in on]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(16, 5.5))
     xs = range(len(on))
     cold = [(r["ttft_cold_ms"].get("median") or 0) / 1000 for r in on]
     warm = [(r["ttft_warm_ms"].get("median") or 0) / 1000 for r in on]
@@ -93,7 +94,7 @@ def plot(all_rows: list[dict[str, Any]], path: str) -> None:
     right.set_ylim(0, 1)
     right.set_ylabel("event recall")
     right.legend(fontsize=8)
-    fig.suptitle("Real local model on 2 shared x86 cores (llama-cpp-python, Q4_K_M), events on")
+    fig.suptitle("Real local model on 2 shared x86 cores (llama.cpp, Q4_K_M), events on")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -60,7 +60,8 @@ class LLMConfig(Section):
     connect_timeout_s: float = Field(3.0, gt=0)
     first_token_timeout_s: float = Field(
         15.0, gt=0, description="longest wait from the request to the first streamed token; a local CPU model "
-        "spends it in prompt prefill (a cold 1,300-token prompt takes 6-7 s on 2 cores), so the default has 2x room")
+        "spends it in prompt prefill (5-15 ms per token on 2 x86 cores, slower on a Pi: ~460 tokens in dual_agent, "
+        "~1,400 in chat_agent_tools), so measure a cold first token and allow about twice it (docs/local-models.md)")
     read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
     include_usage: bool = True
 
