@@ -181,15 +181,35 @@ print(f"real_model: GGUF v{version}, {tensors} tensors, {kv} metadata keys, {siz
 PY
 }
 
+# One server at a time: both kinds write $run_dir/server.pid, so `stop` ends whichever runs.
+refuse_if_running() {
+    if [ -f "$run_dir/server.pid" ] && kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null; then
+        die "a server is already running (pid $(cat "$run_dir/server.pid")): '$0 stop' first"
+    fi
+}
+
+# wait_until_up PATH LOG NAME ALIAS: poll http://127.0.0.1:$port/PATH until the server started last answers (180 s),
+# or die with its log's tail if it exits first.
+wait_until_up() {
+    local path="$1" server_log="$2" name="$3" alias="$4" _i
+    for _i in $(seq 1 180); do
+        if curl -fsS "http://127.0.0.1:$port$path" >/dev/null 2>&1; then
+            log "$name up: http://127.0.0.1:$port/v1 model $alias (pid $(cat "$run_dir/server.pid"), log $server_log)"
+            return
+        fi
+        kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null || { tail -20 "$server_log" >&2; die "$name exited"; }
+        sleep 1
+    done
+    die "$name not answering after 180 s; log: $server_log"
+}
+
 cmd_serve() {
     read -r _ _ _ alias _ < <(model_spec "$model")
     local gguf="$prefix/models/$alias.gguf"
     [ -s "$gguf" ] || die "no weights at $gguf: run '$0 fetch' first"
     [ -x "$venv/bin/python" ] || die "no venv at $venv: run '$0 install' first"
     mkdir -p "$run_dir"
-    if [ -f "$run_dir/server.pid" ] && kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null; then
-        die "a server is already running (pid $(cat "$run_dir/server.pid")): '$0 stop' first"
-    fi
+    refuse_if_running
     local args=(--model "$gguf" --model_alias "$alias" --host 127.0.0.1 --port "$port" --n_ctx "$n_ctx"
                 --n_threads "$n_threads" --n_threads_batch "$n_threads")
     if [ -n "${CHAT_FORMAT:-}" ]; then
@@ -212,16 +232,7 @@ main()"
     log "starting: $venv/bin/python -m llama_cpp.server ${args[*]} (extra buffer types: $extra)"
     nohup nice -n "$nice_level" "$venv/bin/python" -c "$launcher" "$extra" "${args[@]}" >"$run_dir/server.log" 2>&1 &
     echo $! >"$run_dir/server.pid"
-    local _i
-    for _i in $(seq 1 180); do
-        if curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
-            log "server up: http://127.0.0.1:$port/v1 model $alias (pid $(cat "$run_dir/server.pid"), log $run_dir/server.log)"
-            return
-        fi
-        kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null || { tail -20 "$run_dir/server.log" >&2; die "server exited"; }
-        sleep 1
-    done
-    die "server not answering after 180 s; log: $run_dir/server.log"
+    wait_until_up "/v1/models" "$run_dir/server.log" server "$alias"
 }
 
 # llama.cpp's own server, from the llama.cpp source vendored in the same pinned llama-cpp-python release (PyPI serves
@@ -256,9 +267,7 @@ cmd_llama_server() {
     local gguf="$prefix/models/$alias.gguf"
     [ -s "$gguf" ] || die "no weights at $gguf: run '$0 fetch' first"
     mkdir -p "$run_dir"
-    if [ -f "$run_dir/server.pid" ] && kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null; then
-        die "a server is already running (pid $(cat "$run_dir/server.pid")): '$0 stop' first"
-    fi
+    refuse_if_running
     # --jinja: the GGUF's own template renders the tools and the server parses calls back into tool_calls; one slot
     # (-np 1) serves one conversation at a time and keeps its prefix cached, as llama-cpp-python's server does
     local args=(-m "$gguf" --alias "$alias" --jinja --host 127.0.0.1 --port "$port" -c "$n_ctx" -np 1
@@ -269,16 +278,7 @@ cmd_llama_server() {
     log "starting: $ls_bin ${args[*]}"
     nohup nice -n "$nice_level" "$ls_bin" "${args[@]}" >"$run_dir/llama-server.log" 2>&1 &
     echo $! >"$run_dir/server.pid"
-    local _i
-    for _i in $(seq 1 180); do
-        if curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
-            log "llama-server up: http://127.0.0.1:$port/v1 model $alias (pid $(cat "$run_dir/server.pid"), log $run_dir/llama-server.log)"
-            return
-        fi
-        kill -0 "$(cat "$run_dir/server.pid")" 2>/dev/null || { tail -20 "$run_dir/llama-server.log" >&2; die "llama-server exited"; }
-        sleep 1
-    done
-    die "llama-server not answering after 180 s; log: $run_dir/llama-server.log"
+    wait_until_up "/health" "$run_dir/llama-server.log" llama-server "$alias"
 }
 
 cmd_stop() {
