@@ -72,23 +72,22 @@ class MixedSessionReplies(StampedReplies):
     def __init__(self, kinds: list[str], *, delay_s: float = 0.0) -> None:
         super().__init__(Reply(text=_ANSWERS["plain"], delay_s=delay_s))
         self.kinds = kinds  # the kind of each turn, in order
-        self.delay_s = delay_s
         self.requests_by_kind = {"chat": 0, "event_agent": 0, "follow_up": 0}
-        self._count_lock = threading.Lock()
 
     def _answer(self, request: dict[str, Any]) -> Reply:
-        with self._count_lock:
+        delay_s = self.reply.delay_s
+        with self._lock:  # the server answers on several threads
             if request.get("tool_choice") not in (None, "auto", "none") and request.get("tools"):
                 self.requests_by_kind["event_agent"] += 1
                 return _event_agent_reply(request)
             if is_follow_up(request.get("messages", [])):
                 self.requests_by_kind["follow_up"] += 1
-                return Reply(text=_FOLLOW_UP, delay_s=self.delay_s)
+                return Reply(text=_FOLLOW_UP, delay_s=delay_s)
             turn = self.requests_by_kind["chat"]
             self.requests_by_kind["chat"] += 1
         kind = self.kinds[turn % len(self.kinds)] if self.kinds else "plain"
         event = _EVENTS.get(kind)
-        return Reply(text=_ANSWERS[kind] + (_BLOCK.format(event) if event else ""), delay_s=self.delay_s)
+        return Reply(text=_ANSWERS[kind] + (_BLOCK.format(event) if event else ""), delay_s=delay_s)
 
 
 def _event_agent_reply(request: dict[str, Any]) -> Reply:
