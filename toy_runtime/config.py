@@ -178,6 +178,10 @@ class TtsConfig(Section):
                                                    "(tests, `demo` always)")
     max_chars: int = Field(60, ge=0, le=1000, description="a longer sentence is synthesized in clause-sized pieces: "
                            "first sound sooner, synthesis memory bounded (0 = whole sentences)")
+    vocoder_window_frames: int = Field(64, ge=0, le=10000, description="voice a longer piece in overlapping "
+                                       "runs of at most this many latent frames (256 samples each; the voice is "
+                                       "split once into the state dir's cache): the same samples, with the "
+                                       "vocoder's memory bounded (~0.2 MB a frame on joe); 0 = one run a piece")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -19,6 +20,8 @@ from toy_runtime.service.heap import heap_trimmer
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["PiperSynthesizer", "default_voice_paths"]
+
+log = logging.getLogger(__name__)
 
 _INSTALL_HINT = "piper-tts is not installed (pip install piper-tts)"
 _DONE = object()
@@ -46,6 +49,11 @@ class PiperSynthesizer:
     `trim_heap` hands freed inference buffers back to the OS after each `synthesize()` (glibc only).
     `max_chars`: a sentence longer than this is synthesized in clause-sized pieces (agent/clauses.py): the first
     sound comes sooner and synthesis memory stays bounded (0: whole sentences).
+    `split_cache` (a writable directory) with `vocoder_window_frames` > 0: the voice is cut at its vocoder once
+    (piper_split, cached there) and a piece longer than `vocoder_window_frames` latent frames (256 samples each,
+    ~0.2 MB of vocoder tensors per frame on joe) is voiced in overlapping slices of that size that join into the
+    same samples: the vocoder's memory stays bounded however long the piece. A voice that cannot be split is used
+    whole, with one warning.
     Loading takes about a second: construct in a worker thread (or use `PiperSynthesizer.load`).
     """
 
@@ -69,6 +77,8 @@ class PiperSynthesizer:
         trim_heap: bool = True,
         full_graph_optimization: bool = False,
         max_chars: int = 60,
+        split_cache: str | Path | None = None,
+        vocoder_window_frames: int = 64,
     ) -> None:
         try:
             import onnxruntime
@@ -82,24 +92,37 @@ class PiperSynthesizer:
         config_path = Path(config_path) if config_path is not None else Path(f"{model_path}.json")
         if not model_path.is_file():
             raise SpeechEngineError("tts-model-missing", f"piper voice not found: {model_path}")
+        # PiperVoice.load() with our own session options: onnxruntime's CPU memory arena keeps ~80 MB of peak
+        # inference buffers resident for good (257 vs 175 MB RSS after ten clauses, piper alone, measured).
+        options = onnxruntime.SessionOptions()
+        options.enable_cpu_mem_arena = memory_arena
+        # Basic graph optimizations load the joe voice ~0.3 s faster than "all" and synthesized as fast in
+        # our measurements (365-394 vs 365-366 ms p50 per clause): start-up time is what matters here.
+        levels = onnxruntime.GraphOptimizationLevel
+        options.graph_optimization_level = (levels.ORT_ENABLE_ALL if full_graph_optimization
+                                            else levels.ORT_ENABLE_BASIC)
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        split = None
+        if split_cache is not None and vocoder_window_frames > 0:
+            split = _split_or_none(model_path, split_cache)
         try:
-            # PiperVoice.load() with our own session options: onnxruntime's CPU memory arena keeps ~80 MB of peak
-            # inference buffers resident for good (257 vs 175 MB RSS after ten clauses, piper alone, measured).
-            options = onnxruntime.SessionOptions()
-            options.enable_cpu_mem_arena = memory_arena
-            # Basic graph optimizations load the joe voice ~0.3 s faster than "all" and synthesized as fast in
-            # our measurements (365-394 vs 365-366 ms p50 per clause): start-up time is what matters here.
-            levels = onnxruntime.GraphOptimizationLevel
-            options.graph_optimization_level = (levels.ORT_ENABLE_ALL if full_graph_optimization
-                                                else levels.ORT_ENABLE_BASIC)
-            if threads is not None:
-                options.intra_op_num_threads = threads
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
-            session = onnxruntime.InferenceSession(str(model_path), sess_options=options,
-                                                   providers=["CPUExecutionProvider"])
-            self._voice: Any = PiperVoice(config=config, session=session)
+            if split is None:
+                session = onnxruntime.InferenceSession(str(model_path), sess_options=options,
+                                                       providers=["CPUExecutionProvider"])
+                self._voice: Any = PiperVoice(config=config, session=session)
+            else:
+                from toy_runtime.adapters.piper_sliced import SlicedVocoderVoice
+
+                sessions = [onnxruntime.InferenceSession(str(half), sess_options=options,
+                                                         providers=["CPUExecutionProvider"])
+                            for half in (split.acoustic, split.vocoder)]
+                self._voice = SlicedVocoderVoice(config=config, session=sessions[0], vocoder=sessions[1],
+                                                 split=split, window_frames=vocoder_window_frames)
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
+        self.split = split
         if deterministic:
             # piper draws random noise for the voice (noise_scale) and the phoneme durations (noise_w_scale) on
             # every call; with both at 0 its output depends on the text alone
@@ -179,3 +202,15 @@ class PiperSynthesizer:
         """Release the worker thread if this synthesizer created it."""
         if self._own_executor:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _split_or_none(model_path: Path, cache_dir: str | Path) -> Any:
+    """The cached split of the voice, or None (with one warning) when it cannot be split."""
+    from toy_runtime.adapters.piper_split import VoiceSplitError, split_voice
+
+    try:
+        return split_voice(model_path, cache_dir)
+    except VoiceSplitError as exc:
+        log.warning("tts: voicing whole sentences in one pass (more memory for long ones): %s", exc)
+        return None
+

@@ -51,7 +51,9 @@ def build_synthesizer(settings: Settings):
     length_scale = settings.tts.length_scale if settings.tts.length_scale != 1.0 else None
     synthesizer = PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
                                    deterministic=settings.tts.deterministic,
-                                   threads=settings.tts.threads or None, max_chars=settings.tts.max_chars)
+                                   threads=settings.tts.threads or None, max_chars=settings.tts.max_chars,
+                                   split_cache=settings.cache_dir,
+                                   vocoder_window_frames=settings.tts.vocoder_window_frames)
     synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
     return synthesizer
 

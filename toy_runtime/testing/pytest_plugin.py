@@ -52,7 +52,7 @@ FIXTURE_MARKERS = {
 
 # names in a test's code that load a model in this process or start one in a child
 _MODEL_NAMES = frozenset({"PiperSynthesizer", "PocketsphinxRecognizer", "VoskRecognizer", "build_recognizer",
-                          "build_synthesizer", "run_voice", "run_demo"})
+                          "build_synthesizer", "run_voice", "run_demo", "split_voice"})
 _CLI_MODULES = ("toy_runtime", "firmware_bridge.sim")
 
 

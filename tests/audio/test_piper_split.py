@@ -1,0 +1,114 @@
+"""The voice cut at its vocoder (piper_split): the same samples as one pass, in slices; the split is cached, made
+again when cut short, and a voice that cannot be split is used whole with one warning."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toy_runtime.adapters.piper_split import (SplitVoice, VoiceSplitError, find_context_frames, split_voice,
+                                              vocode_in_slices)
+
+if importlib.util.find_spec("onnx") is None:  # not imported here: the split runs in a child process
+    pytest.skip("the onnx package is not installed", allow_module_level=True)
+LONG = ("The sky looks blue because tiny bits of air scatter the blue light from the sun all around us, "
+        "and that is why we see it everywhere.")
+
+
+@pytest.fixture(scope="module")
+def joe_split(tmp_path_factory) -> tuple[Path, SplitVoice]:
+    from toy_runtime.adapters.piper_tts import default_voice_paths
+
+    cache = tmp_path_factory.mktemp("split-cache")
+    return cache, split_voice(default_voice_paths()[0], cache)
+
+
+def pcm(pieces) -> np.ndarray:
+    return np.frombuffer(b"".join(p.pcm for p in pieces), np.int16).astype(np.int32)
+
+
+def test_the_joe_voice_splits_into_an_acoustic_half_and_a_vocoder(joe_split):
+    cache, split = joe_split
+    assert split.acoustic.parent.parent == cache
+    assert split.acoustic.stat().st_size > 5 * split.vocoder.stat().st_size > 0  # most weights are acoustic
+    assert split.hop_samples == 256  # the joe voice: 22050 Hz, 256 samples per latent frame
+    assert 4 <= split.context_frames <= 32  # found by trying; joe's vocoder needs 12
+    assert "onnx" not in sys.modules  # the split ran in a child: the runtime never holds onnx and the whole model
+
+
+def test_a_split_voice_says_a_long_sentence_in_the_same_samples_as_one_pass(joe_split):
+    from toy_runtime.adapters.piper_tts import PiperSynthesizer
+
+    cache, _ = joe_split
+    whole = PiperSynthesizer(deterministic=True, max_chars=0)
+    sliced = PiperSynthesizer(deterministic=True, max_chars=0, split_cache=cache, vocoder_window_frames=56)
+    try:
+        assert whole.split is None and sliced.split is not None
+        a, b = pcm(whole.synthesize_blocking(LONG)), pcm(sliced.synthesize_blocking(LONG))
+        assert len(a) == len(b) > 5 * 22050  # over five seconds in one piece: many slices of 32 frames
+        assert int(np.abs(a - b).max()) <= 2  # float rounding of sums taken in another order, nothing audible
+        assert float(np.abs(a).max()) > 10000  # and it is speech, not two silences
+    finally:
+        whole.close()
+        sliced.close()
+
+
+def test_slices_without_enough_context_would_click_at_the_joins(joe_split):
+    """The check that picks the context is a real one: too little context gives different samples."""
+    import onnxruntime
+
+    _, split = joe_split
+    session = onnxruntime.InferenceSession(str(split.vocoder), providers=["CPUExecutionProvider"])
+    vocode = lambda z: session.run(None, {split.latent_name: z})[0]  # noqa: E731
+    latent = np.random.default_rng(1).standard_normal((192, 200)).astype(np.float32)
+    one_pass = vocode_in_slices(vocode, latent, hop_samples=256, chunk_frames=0, context_frames=0)
+    exact = vocode_in_slices(vocode, latent, hop_samples=256, chunk_frames=32, context_frames=split.context_frames)
+    short = vocode_in_slices(vocode, latent, hop_samples=256, chunk_frames=32, context_frames=2)
+    scale = float(np.abs(one_pass).max())
+    assert one_pass.shape == exact.shape == short.shape == (200 * 256,)
+    assert float(np.abs(exact - one_pass).max()) < 1e-4 * scale
+    assert float(np.abs(short - one_pass).max()) > 1e-2 * scale
+    assert find_context_frames(vocode, 192) == split.context_frames
+
+
+def test_the_split_is_made_once_and_made_again_when_its_record_is_cut_short(joe_split, tmp_path):
+    from toy_runtime.adapters.piper_tts import default_voice_paths
+
+    cache, split = joe_split
+    record = split.acoustic.parent / "split.json"
+    stamp = record.stat().st_mtime_ns
+    assert split_voice(default_voice_paths()[0], cache) == split  # from the cache: nothing rewritten
+    assert record.stat().st_mtime_ns == stamp
+
+    copy = tmp_path / "cache"
+    again = split_voice(default_voice_paths()[0], copy)
+    (again.acoustic.parent / "split.json").write_text(json.dumps({"format": 1}))  # a power loss mid-write
+    with open(again.vocoder, "r+b") as f:
+        f.truncate(1000)
+    remade = split_voice(default_voice_paths()[0], copy)
+    assert remade.vocoder.stat().st_size == split.vocoder.stat().st_size
+    assert [p.name for p in copy.iterdir()] == [remade.acoustic.parent.name]  # no leftovers beside it
+
+
+def test_a_voice_that_is_not_piper_vits_is_used_whole_with_one_warning(joe_split, tmp_path, caplog):
+    """The vocoder half on its own is an ONNX graph without piper's encoder: it cannot be split again."""
+    from toy_runtime.adapters.piper_tts import PiperSynthesizer, default_voice_paths
+
+    _, split = joe_split
+    with pytest.raises(VoiceSplitError, match="not a Piper VITS voice"):
+        split_voice(split.vocoder, tmp_path / "cache")
+
+    voice = tmp_path / "voice.onnx"
+    voice.write_bytes(split.vocoder.read_bytes())
+    with caplog.at_level(logging.WARNING, logger="toy_runtime.adapters.piper_tts"):
+        synth = PiperSynthesizer(voice, default_voice_paths()[1], split_cache=tmp_path / "c2")
+    synth.close()
+    assert synth.split is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "not a Piper VITS voice" in warnings[0]

@@ -1,0 +1,195 @@
+"""A Piper voice cut in two at its vocoder, so that a long sentence is voiced in bounded memory.
+
+A Piper (VITS) voice is one ONNX graph: phoneme ids → acoustic latent (text encoder, durations, flow) → HiFi-GAN
+vocoder → samples. The vocoder's tensors grow with the sound: on the joe voice ~0.22 MB per latent frame (256
+samples, 11.6 ms), +58 MB for a 50-character clause, measured. Cut at the vocoder's input, the latent can be voiced
+in slices. The vocoder is convolutional, so a slice that carries at least its receptive field as context on either
+side gives the same samples as one pass (within 1e-6 of full scale on joe, measured); `context_frames` is found by
+trying, on the voice itself, when the split is made.
+
+The split is made once per voice in a child process: it needs the `onnx` package and ~300 MB for a moment, which
+the runtime should never hold. The two halves are cached beside a small JSON record written last, so a split cut
+short (a power loss on the first boot) is made again instead of loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SplitVoice", "VoiceSplitError", "split_voice", "find_context_frames"]
+
+# piper's VITS export keeps PyTorch's parameter names: the vocoder starts with this convolution
+_VOCODER_FIRST_WEIGHT = "dec.conv_pre.weight"
+_RECORD = "split.json"
+_FORMAT = 1
+_CONTEXT_TRIES = (4, 8, 12, 16, 24, 32, 48, 64)
+_SAME_WITHIN = 1e-4  # of full scale: float32 convolutions summed in another order differ by ~1e-6
+
+
+class VoiceSplitError(Exception):
+    """The voice could not be split (not a Piper VITS graph, `onnx` missing, no space): use it whole."""
+
+
+@dataclass(frozen=True)
+class SplitVoice:
+    """The two halves of one voice and how to join the vocoder's slices."""
+
+    acoustic: Path
+    vocoder: Path
+    latent_name: str  # the vocoder's input: the acoustic half's output
+    hop_samples: int  # samples per latent frame
+    context_frames: int  # latent frames of context either side of a slice for an exact join
+
+
+def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: float = 300.0) -> SplitVoice:
+    """The cached split of `model_path`, made first (in a child process) if there is none.
+
+    Raises VoiceSplitError with the reason when the voice cannot be split.
+    """
+    model_path, cache_dir = Path(model_path), Path(cache_dir)
+    st = model_path.stat()
+    key = hashlib.sha256(f"{_FORMAT}:{model_path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    target = cache_dir / f"piper-{model_path.stem}-{key[:16]}"
+    cached = _read_record(target)
+    if cached is not None:
+        return cached
+    building = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(building, ignore_errors=True)
+    try:
+        building.mkdir(parents=True)
+        done = subprocess.run([sys.executable, "-m", __name__, str(model_path), str(building)],
+                              capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise VoiceSplitError(lines[-1] if lines else f"the split exited with {done.returncode}")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(building, target)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    for old in cache_dir.glob(f"piper-{model_path.stem}-*"):
+        if old != target and not old.name.endswith(".tmp"):
+            shutil.rmtree(old, ignore_errors=True)
+    split = _read_record(target)
+    if split is None:
+        raise VoiceSplitError(f"the split of {model_path.name} left no usable record in {target}")
+    return split
+
+
+def _read_record(directory: Path) -> SplitVoice | None:
+    try:
+        record = json.loads((directory / _RECORD).read_text(encoding="utf-8"))
+        split = SplitVoice(acoustic=directory / "acoustic.onnx", vocoder=directory / "vocoder.onnx",
+                           latent_name=str(record["latent_name"]), hop_samples=int(record["hop_samples"]),
+                           context_frames=int(record["context_frames"]))
+        sizes = record["sizes"]
+        if record.get("format") != _FORMAT or any(
+                getattr(split, half).stat().st_size != int(sizes[half]) for half in ("acoustic", "vocoder")):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return split
+
+
+def find_context_frames(run_vocoder, channels: int, *, chunk_frames: int = 32) -> int:
+    """The least context (latent frames either side) with which `run_vocoder`'s slices join into the samples of
+    one pass over the same latent; `run_vocoder` maps a (1, channels, frames) float32 latent to samples.
+
+    Raises VoiceSplitError when even the largest context tried does not join exactly.
+    """
+    import numpy as np
+
+    frames = 4 * chunk_frames + 2 * _CONTEXT_TRIES[-1]
+    latent = np.random.default_rng(0).standard_normal((1, channels, frames)).astype(np.float32)
+    whole = np.asarray(run_vocoder(latent)).reshape(-1)
+    hop = whole.size // frames
+    scale = float(np.abs(whole).max()) or 1.0
+    for context in _CONTEXT_TRIES:
+        joined = vocode_in_slices(lambda part: np.asarray(run_vocoder(part)).reshape(-1), latent[0],
+                                  hop_samples=hop, chunk_frames=chunk_frames, context_frames=context)
+        if joined.shape == whole.shape and float(np.abs(joined - whole).max()) <= _SAME_WITHIN * scale:
+            return context
+    raise VoiceSplitError(f"the vocoder's slices never join exactly (context up to {_CONTEXT_TRIES[-1]} frames)")
+
+
+def vocode_in_slices(vocode, latent, *, hop_samples: int, chunk_frames: int, context_frames: int):
+    """Samples for `latent` (channels × frames) from `vocode` (a (1, channels, n) latent → n × hop samples),
+    `chunk_frames` at a time, each slice voiced with `context_frames` of its neighbours and cut back to its own."""
+    import numpy as np
+
+    frames = latent.shape[-1]
+    if chunk_frames <= 0 or frames <= chunk_frames + 2 * context_frames:
+        return np.asarray(vocode(latent[None])).reshape(-1)
+    pieces = []
+    for start in range(0, frames, chunk_frames):
+        end = min(frames, start + chunk_frames)
+        lo, hi = max(0, start - context_frames), min(frames, end + context_frames)
+        audio = np.asarray(vocode(np.ascontiguousarray(latent[None, :, lo:hi]))).reshape(-1)
+        pieces.append(audio[(start - lo) * hop_samples:(end - lo) * hop_samples].copy())
+    return np.concatenate(pieces)
+
+
+def _make_split(model_path: Path, out_dir: Path) -> None:
+    """The child process's work: write both halves and, last, the record."""
+    try:
+        import onnx
+        import onnx.utils
+    except ImportError as exc:
+        raise VoiceSplitError(f"the onnx package is needed to split a voice (pip install onnx): {exc}") from exc
+    import numpy as np
+    import onnxruntime
+
+    model = onnx.load(str(model_path))
+    graph = model.graph
+    firsts = [node for node in graph.node if node.op_type == "Conv" and _VOCODER_FIRST_WEIGHT in node.input]
+    inputs = [i.name for i in graph.input]
+    outputs = [o.name for o in graph.output]
+    if len(firsts) != 1 or firsts[0].input[0] in inputs:
+        raise VoiceSplitError(f"{model_path.name} is not a Piper VITS voice (no {_VOCODER_FIRST_WEIGHT} after an "
+                              "acoustic model)")
+    latent_name = firsts[0].input[0]
+    weight = next((t for t in graph.initializer if t.name == _VOCODER_FIRST_WEIGHT), None)
+    if weight is None or len(weight.dims) != 3:
+        raise VoiceSplitError(f"{model_path.name}: {_VOCODER_FIRST_WEIGHT} is not a 1-D convolution's weight")
+    channels = int(weight.dims[1])  # (out, in, kernel): the latent's channels
+    extractor = onnx.utils.Extractor(model)
+    onnx.save(extractor.extract_model(inputs, [latent_name]), str(out_dir / "acoustic.onnx"))
+    onnx.save(extractor.extract_model([latent_name], outputs[:1]), str(out_dir / "vocoder.onnx"))
+    del model, extractor
+
+    session = onnxruntime.InferenceSession(str(out_dir / "vocoder.onnx"), providers=["CPUExecutionProvider"])
+    probe = session.run(None, {latent_name: np.zeros((1, channels, 8), np.float32)})[0]
+    hop = int(probe.size // 8)
+    context = find_context_frames(lambda latent: session.run(None, {latent_name: latent})[0], channels)
+    sizes = {half: (out_dir / f"{half}.onnx").stat().st_size for half in ("acoustic", "vocoder")}
+    record = {"format": _FORMAT, "source": str(model_path), "latent_name": latent_name, "hop_samples": hop,
+              "context_frames": context, "sizes": sizes}
+    partial = out_dir / f"{_RECORD}.tmp"
+    partial.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    os.replace(partial, out_dir / _RECORD)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m toy_runtime.adapters.piper_split MODEL OUT_DIR` (what `split_voice` runs)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m toy_runtime.adapters.piper_split MODEL.onnx OUT_DIR", file=sys.stderr)
+        return 2
+    try:
+        _make_split(Path(args[0]), Path(args[1]))
+    except VoiceSplitError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
