@@ -150,6 +150,8 @@ def test_real_install_into_a_tmp_root(installed):
         REPO / "systemd/toy-runtime.service").read_bytes()
     assert (root / "etc/mosquitto/conf.d/toy-runtime.conf").read_bytes() == (
         REPO / "systemd/mosquitto-local.conf").read_bytes()
+    assert (root / "etc/alsa/conf.d/99-toy-runtime.conf").read_bytes() == (
+        REPO / "configs/alsa/99-toy-runtime.conf").read_bytes()
     passwd = (root / "etc/mosquitto/toy-runtime.passwd").read_text()
     assert passwd.startswith("toy1:$") and "TOY_MQTT__PASSWORD" not in passwd  # hashed, not the plain password
     assert oct((root / "etc/mosquitto/toy-runtime.passwd").stat().st_mode & 0o777) == "0o600"
