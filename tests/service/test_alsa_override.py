@@ -1,6 +1,6 @@
 """configs/alsa/99-toy-runtime.conf, the ALSA override install-pi.sh puts on the toy: with it, PortAudio's device
 listing no longer maps libavcodec (ALSA's a52 device) into the process. Checked in a child process with this
-machine's real ALSA configuration, the override added last."""
+machine's real ALSA configuration, with and without the override."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+OVERRIDE = REPO / "configs/alsa/99-toy-runtime.conf"
 A52 = Path("/usr/share/alsa/alsa.conf.d/60-a52-encoder.conf")
 LISTING = ("import sounddevice, sys; sounddevice.query_devices(); "
            "sys.stdout.write(str(sum('libavcodec' in line for line in open('/proc/self/maps'))))")
@@ -18,14 +19,18 @@ LISTING = ("import sounddevice, sys; sounddevice.query_devices(); "
 
 def mapped_codec_lines(tmp_path: Path, *, override: bool) -> int:
     """libavcodec mappings in a child that imports sounddevice (PortAudio lists the ALSA devices then)."""
-    system = Path("/usr/share/alsa/alsa.conf").read_text()
-    extra = tmp_path / "conf.d"
-    extra.mkdir(exist_ok=True)
+    conf_d = tmp_path / ("with" if override else "without")
+    conf_d.mkdir()
+    # this machine's drop-ins, less the override itself if the toy's install already put it there
+    for drop_in in Path("/etc/alsa/conf.d").glob("*.conf"):
+        if drop_in.name != OVERRIDE.name:
+            (conf_d / drop_in.name).symlink_to(drop_in.resolve())
     if override:
-        (extra / "99-toy-runtime.conf").write_bytes((REPO / "configs/alsa/99-toy-runtime.conf").read_bytes())
-    # the system's alsa.conf loads /etc/alsa/conf.d; a second directory after it holds the override
-    config = tmp_path / ("with.conf" if override else "without.conf")
-    config.write_text(system.replace('"/etc/alsa/conf.d"', f'"/etc/alsa/conf.d"\n\t\t\t"{extra}"', 1))
+        (conf_d / OVERRIDE.name).write_bytes(OVERRIDE.read_bytes())
+    config = tmp_path / f"{conf_d.name}.alsa.conf"  # not inside conf_d: it would load itself
+    system = Path("/usr/share/alsa/alsa.conf").read_text()
+    assert '"/etc/alsa/conf.d"' in system
+    config.write_text(system.replace('"/etc/alsa/conf.d"', f'"{conf_d}"', 1))
     done = subprocess.run([sys.executable, "-c", LISTING], capture_output=True, text=True, timeout=60,
                           env={"ALSA_CONFIG_PATH": str(config), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
