@@ -77,7 +77,7 @@ def test_slices_without_enough_context_would_click_at_the_joins(joe_split):
     assert find_context_frames(vocode, 192) == split.context_frames
 
 
-def test_the_split_is_made_once_and_made_again_when_its_record_is_cut_short(joe_split, tmp_path):
+def test_the_split_is_made_once_and_made_again_when_cut_short(joe_split, tmp_path):
     from toy_runtime.adapters.piper_tts import default_voice_paths
 
     cache, split = joe_split
@@ -87,7 +87,11 @@ def test_the_split_is_made_once_and_made_again_when_its_record_is_cut_short(joe_
     assert record.stat().st_mtime_ns == stamp
 
     copy = tmp_path / "cache"
+    abandoned = copy / f"{split.acoustic.parent.name}.999999999.tmp"  # a split cut off with its process
+    (abandoned / "acoustic.onnx").parent.mkdir(parents=True)
+    (abandoned / "acoustic.onnx").write_bytes(b"half a model")
     again = split_voice(default_voice_paths()[0], copy)
+    assert not abandoned.exists()
     (again.acoustic.parent / "split.json").write_text(json.dumps({"format": 1}))  # a power loss mid-write
     with open(again.vocoder, "r+b") as f:
         f.truncate(1000)

@@ -60,6 +60,7 @@ def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: flo
     cached = _read_record(target)
     if cached is not None:
         return cached
+    _remove_abandoned(cache_dir, f"piper-{model_path.stem}-")
     building = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(building, ignore_errors=True)
     try:
@@ -69,8 +70,9 @@ def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: flo
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
             raise VoiceSplitError(lines[-1] if lines else f"the split exited with {done.returncode}")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(building, target)
+        if _read_record(target) is None:  # else another process finished the same split first: keep its files
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(building, target)
     except (OSError, subprocess.SubprocessError) as exc:
         raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
     finally:
@@ -82,6 +84,18 @@ def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: flo
     if split is None:
         raise VoiceSplitError(f"the split of {model_path.name} left no usable record in {target}")
     return split
+
+
+def _remove_abandoned(cache_dir: Path, prefix: str) -> None:
+    """Half-made splits (`<name>.<pid>.tmp`, ~60 MB each) whose process is gone: a power loss or a kill mid-split."""
+    for partial in cache_dir.glob(f"{prefix}*.tmp"):
+        pid = partial.name.rsplit(".", 2)[-2]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(partial, ignore_errors=True)
+        except (ValueError, PermissionError):  # not our name, or another user's live process
+            continue
 
 
 def _read_record(directory: Path) -> SplitVoice | None:
