@@ -180,8 +180,9 @@ class TtsConfig(Section):
                            "first sound sooner, synthesis memory bounded (0 = whole sentences)")
     vocoder_window_frames: int = Field(64, ge=0, le=10000, description="voice a longer piece in overlapping "
                                        "runs of at most this many latent frames (256 samples each; the voice is "
-                                       "split once into the state dir's cache): the same samples, with the "
-                                       "vocoder's memory bounded (~0.2 MB a frame on joe); 0 = one run a piece")
+                                       "split once, in the background, into the user's cache): the same samples, "
+                                       "with the vocoder's memory bounded (~0.2 MB a frame on joe); 0 = one run "
+                                       "a piece")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
 
@@ -333,6 +334,12 @@ class Settings(BaseSettings):
     def cache_dir(self) -> Path:
         """Derived files that can be rebuilt at any time (e.g. the recognizer's cut-down dictionary)."""
         return self.state_dir / "cache"
+
+    @property
+    def voice_cache_dir(self) -> Path:
+        """Voices cut at their vocoder (adapters/piper_split.py), ~63 MB each: the user's cache, shared by every
+        state dir of this user (a test, a demo and the service do not each cut the same voice again)."""
+        return Path(platformdirs.user_cache_dir("toy-runtime")) / "voices"
 
     @property
     def audit_path(self) -> Path:

@@ -47,7 +47,8 @@ def test_a_split_voice_says_a_long_sentence_in_the_same_samples_as_one_pass(joe_
 
     cache, _ = joe_split
     whole = PiperSynthesizer(deterministic=True, max_chars=0)
-    sliced = PiperSynthesizer(deterministic=True, max_chars=0, split_cache=cache, vocoder_window_frames=56)
+    sliced = PiperSynthesizer(deterministic=True, max_chars=0, split_cache=cache, vocoder_window_frames=56,
+                              split_wait=True)
     try:
         assert whole.split is None and sliced.split is not None
         a, b = pcm(whole.synthesize_blocking(LONG)), pcm(sliced.synthesize_blocking(LONG))
@@ -111,8 +112,27 @@ def test_a_voice_that_is_not_piper_vits_is_used_whole_with_one_warning(joe_split
     voice = tmp_path / "voice.onnx"
     voice.write_bytes(split.vocoder.read_bytes())
     with caplog.at_level(logging.WARNING, logger="toy_runtime.adapters.piper_tts"):
-        synth = PiperSynthesizer(voice, default_voice_paths()[1], split_cache=tmp_path / "c2")
+        synth = PiperSynthesizer(voice, default_voice_paths()[1], split_cache=tmp_path / "c2", split_wait=True)
     synth.close()
     assert synth.split is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "not a Piper VITS voice" in warnings[0]
+
+
+def test_without_a_cached_split_the_voice_speaks_whole_at_once_and_is_split_in_the_background(tmp_path):
+    """The runtime never waits for the split: the first start speaks with the whole voice, the next one sliced."""
+    from toy_runtime.adapters.piper_tts import PiperSynthesizer
+
+    cache = tmp_path / "voices"
+    first = PiperSynthesizer(deterministic=True, split_cache=cache)
+    try:
+        assert first.split is None and first._splitting is not None
+        assert first.synthesize_blocking("Hello there.")[0].pcm  # speaking while the split is being made
+        assert first._splitting.wait(timeout=120) == 0
+    finally:
+        first.close()
+    second = PiperSynthesizer(deterministic=True, split_cache=cache)
+    try:
+        assert second.split is not None and second._splitting is None
+    finally:
+        second.close()

@@ -8,8 +8,10 @@ side gives the same samples as one pass (within 1e-6 of full scale on joe, measu
 trying, on the voice itself, when the split is made.
 
 The split is made once per voice in a child process: it needs the `onnx` package and ~300 MB for a moment, which
-the runtime should never hold. The two halves are cached beside a small JSON record written last, so a split cut
-short (a power loss on the first boot) is made again instead of loaded.
+the runtime should never hold. The runtime does not wait for it: without a cached split it speaks with the whole
+voice and starts the split in the background (`start_split`), to be used from its next start. The two halves are
+cached beside a small JSON record written last, so a split cut short (a power loss) is made again instead of
+loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SplitVoice", "VoiceSplitError", "split_voice", "find_context_frames"]
+__all__ = ["SplitVoice", "VoiceSplitError", "cached_split", "find_context_frames", "split_voice", "start_split",
+           "vocode_in_slices"]
 
 # piper's VITS export keeps PyTorch's parameter names: the vocoder starts with this convolution
 _VOCODER_FIRST_WEIGHT = "dec.conv_pre.weight"
@@ -48,42 +51,75 @@ class SplitVoice:
     context_frames: int  # latent frames of context either side of a slice for an exact join
 
 
+def cached_split(model_path: str | Path, cache_dir: str | Path) -> SplitVoice | None:
+    """The split of `model_path` cached in `cache_dir`, or None when there is none (or only a broken one)."""
+    return _read_record(_target(Path(model_path), Path(cache_dir)))
+
+
 def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: float = 300.0) -> SplitVoice:
-    """The cached split of `model_path`, made first (in a child process) if there is none.
+    """The cached split of `model_path`, made first (in a child process, waited for) if there is none.
 
     Raises VoiceSplitError with the reason when the voice cannot be split.
     """
     model_path, cache_dir = Path(model_path), Path(cache_dir)
-    st = model_path.stat()
-    key = hashlib.sha256(f"{_FORMAT}:{model_path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
-    target = cache_dir / f"piper-{model_path.stem}-{key[:16]}"
-    cached = _read_record(target)
+    cached = cached_split(model_path, cache_dir)
     if cached is not None:
         return cached
+    try:
+        done = subprocess.run(_child_command(model_path, cache_dir), capture_output=True, text=True,
+                              timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise VoiceSplitError(lines[-1] if lines else f"the split exited with {done.returncode}")
+    split = cached_split(model_path, cache_dir)
+    if split is None:
+        raise VoiceSplitError(f"the split of {model_path.name} left no usable record in {cache_dir}")
+    return split
+
+
+def start_split(model_path: str | Path, cache_dir: str | Path) -> subprocess.Popen:
+    """Make the split in a child process at the lowest CPU priority, not waited for: the runtime speaks with the
+    whole voice meanwhile and finds the split at its next start. The child's one line on failure goes to this
+    process's stderr (the journal). It runs in a session of its own, so it outlives a runtime that stops first
+    (a short `demo`, a test) instead of being cut off and begun again each time; stopping the service ends it with
+    the rest of the unit's cgroup, and a half-made split is cleared by the next one."""
+    return subprocess.Popen([*_child_command(Path(model_path), Path(cache_dir)), "--background"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+
+
+def _target(model_path: Path, cache_dir: Path) -> Path:
+    st = model_path.stat()
+    key = hashlib.sha256(f"{_FORMAT}:{model_path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    return cache_dir / f"piper-{model_path.stem}-{key[:16]}"
+
+
+def _child_command(model_path: Path, cache_dir: Path) -> list[str]:
+    return [sys.executable, "-m", __name__, str(model_path), str(cache_dir)]
+
+
+def _publish_split(model_path: Path, cache_dir: Path) -> None:
+    """The child's work: build both halves beside the cache entry, then move them in at once."""
+    target = _target(model_path, cache_dir)
+    if _read_record(target) is not None:
+        return
     _remove_abandoned(cache_dir, f"piper-{model_path.stem}-")
     building = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(building, ignore_errors=True)
     try:
         building.mkdir(parents=True)
-        done = subprocess.run([sys.executable, "-m", __name__, str(model_path), str(building)],
-                              capture_output=True, text=True, timeout=timeout_s)
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            raise VoiceSplitError(lines[-1] if lines else f"the split exited with {done.returncode}")
+        _make_split(model_path, building)
         if _read_record(target) is None:  # else another process finished the same split first: keep its files
             shutil.rmtree(target, ignore_errors=True)
             os.replace(building, target)
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
     finally:
         shutil.rmtree(building, ignore_errors=True)
     for old in cache_dir.glob(f"piper-{model_path.stem}-*"):
         if old != target and not old.name.endswith(".tmp"):
             shutil.rmtree(old, ignore_errors=True)
-    split = _read_record(target)
-    if split is None:
-        raise VoiceSplitError(f"the split of {model_path.name} left no usable record in {target}")
-    return split
 
 
 def _remove_abandoned(cache_dir: Path, prefix: str) -> None:
@@ -192,15 +228,21 @@ def _make_split(model_path: Path, out_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m toy_runtime.adapters.piper_split MODEL OUT_DIR` (what `split_voice` runs)."""
+    """`python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--background]` (what `split_voice` and
+    `start_split` run): exit 0 with the split in CACHE_DIR, 1 with one line on stderr saying why not."""
     args = sys.argv[1:] if argv is None else argv
+    background = "--background" in args
+    args = [a for a in args if a != "--background"]
     if len(args) != 2:
-        print("usage: python -m toy_runtime.adapters.piper_split MODEL.onnx OUT_DIR", file=sys.stderr)
+        print("usage: python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--background]",
+              file=sys.stderr)
         return 2
+    if background:
+        os.nice(19)  # the runtime beside it answers a child: it comes first
     try:
-        _make_split(Path(args[0]), Path(args[1]))
+        _publish_split(Path(args[0]), Path(args[1]))
     except VoiceSplitError as exc:
-        print(exc, file=sys.stderr)
+        print(f"toy-runtime: the voice stays whole (not split: {exc})" if background else str(exc), file=sys.stderr)
         return 1
     return 0
 

@@ -52,8 +52,9 @@ class PiperSynthesizer:
     `split_cache` (a writable directory) with `vocoder_window_frames` > 0: the voice is cut at its vocoder once
     (piper_split, cached there) and a piece longer than `vocoder_window_frames` latent frames (256 samples each,
     ~0.2 MB of vocoder tensors per frame on joe) is voiced in overlapping slices of that size that join into the
-    same samples: the vocoder's memory stays bounded however long the piece. A voice that cannot be split is used
-    whole, with one warning.
+    same samples: the vocoder's memory stays bounded however long the piece. Without a cached split the voice is
+    used whole and the split is made in the background for the next start (`split_wait`: made now, waited for,
+    ~2 s; a voice that cannot be split is then used whole, with one warning).
     Loading takes about a second: construct in a worker thread (or use `PiperSynthesizer.load`).
     """
 
@@ -79,6 +80,7 @@ class PiperSynthesizer:
         max_chars: int = 60,
         split_cache: str | Path | None = None,
         vocoder_window_frames: int = 64,
+        split_wait: bool = False,
     ) -> None:
         try:
             import onnxruntime
@@ -104,8 +106,14 @@ class PiperSynthesizer:
         if threads is not None:
             options.intra_op_num_threads = threads
         split = None
+        self._splitting: Any = None  # the background split (start_split), if this synthesizer started one
         if split_cache is not None and vocoder_window_frames > 0:
-            split = _split_or_none(model_path, split_cache)
+            split = _split_or_none(model_path, split_cache, wait=split_wait)
+            if split is None and not split_wait:
+                from toy_runtime.adapters.piper_split import start_split
+
+                self._splitting = start_split(model_path, split_cache)
+                log.info("tts: the voice is whole until it is split (in the background, for the next start)")
         try:
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
             if split is None:
@@ -203,15 +211,20 @@ class PiperSynthesizer:
         return SynthesizedAudio(pcm=pcm, sample_rate_hz=int(chunk.sample_rate), text=text, trimmed_ms=trimmed)
 
     def close(self) -> None:
-        """Release the worker thread if this synthesizer created it."""
+        """Release the worker thread if this synthesizer created it. A background split goes on (start_split)."""
+        if self._splitting is not None:
+            self._splitting.poll()  # reaped if it has finished
         if self._own_executor:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _split_or_none(model_path: Path, cache_dir: str | Path) -> Any:
-    """The cached split of the voice, or None (with one warning) when it cannot be split."""
-    from toy_runtime.adapters.piper_split import VoiceSplitError, split_voice
+def _split_or_none(model_path: Path, cache_dir: str | Path, *, wait: bool) -> Any:
+    """The cached split of the voice; with `wait`, made first if there is none. None without one (with one warning
+    when it could not be made)."""
+    from toy_runtime.adapters.piper_split import VoiceSplitError, cached_split, split_voice
 
+    if not wait:
+        return cached_split(model_path, cache_dir)
     try:
         return split_voice(model_path, cache_dir)
     except VoiceSplitError as exc:

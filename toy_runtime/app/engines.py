@@ -52,7 +52,7 @@ def build_synthesizer(settings: Settings):
     synthesizer = PiperSynthesizer(settings.tts.voice_path, settings.tts.config_path, length_scale=length_scale,
                                    deterministic=settings.tts.deterministic,
                                    threads=settings.tts.threads or None, max_chars=settings.tts.max_chars,
-                                   split_cache=settings.cache_dir,
+                                   split_cache=settings.voice_cache_dir,
                                    vocoder_window_frames=settings.tts.vocoder_window_frames)
     synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
     return synthesizer
