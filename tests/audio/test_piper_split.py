@@ -136,3 +136,16 @@ def test_without_a_cached_split_the_voice_speaks_whole_at_once_and_is_split_in_t
         assert second.split is not None and second._splitting is None
     finally:
         second.close()
+
+
+def test_the_split_child_says_in_one_line_why_a_file_cannot_be_split(tmp_path):
+    import subprocess
+
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model at all")
+    done = subprocess.run([sys.executable, "-m", "toy_runtime.adapters.piper_split", str(broken), str(tmp_path / "c"),
+                           "--background"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("toy-runtime: the voice stays whole (not split: "), done.stderr
+    assert not list((tmp_path / "c").glob("*"))  # nothing half-made left behind

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(19)  # the runtime beside it answers a child: it comes first
     try:
         _publish_split(Path(args[0]), Path(args[1]))
-    except VoiceSplitError as exc:
+    except Exception as exc:  # onnx's parser, numpy, a full disk: one line, and the voice stays whole
         print(f"toy-runtime: the voice stays whole (not split: {exc})" if background else str(exc), file=sys.stderr)
         return 1
     return 0

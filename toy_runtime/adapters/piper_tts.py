@@ -109,11 +109,6 @@ class PiperSynthesizer:
         self._splitting: Any = None  # the background split (start_split), if this synthesizer started one
         if split_cache is not None and vocoder_window_frames > 0:
             split = _split_or_none(model_path, split_cache, wait=split_wait)
-            if split is None and not split_wait:
-                from toy_runtime.adapters.piper_split import start_split
-
-                self._splitting = start_split(model_path, split_cache)
-                log.info("tts: the voice is whole until it is split (in the background, for the next start)")
         try:
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
             if split is None:
@@ -135,6 +130,12 @@ class PiperSynthesizer:
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
         self.split = split
+        if split is None and split_cache is not None and vocoder_window_frames > 0 and not split_wait:
+            # only a voice that loaded is worth splitting
+            from toy_runtime.adapters.piper_split import start_split
+
+            self._splitting = start_split(model_path, split_cache)
+            log.info("tts: the voice is whole until it is split (in the background, for the next start)")
         if deterministic:
             # piper draws random noise for the voice (noise_scale) and the phoneme durations (noise_w_scale) on
             # every call; with both at 0 its output depends on the text alone
