@@ -4,6 +4,7 @@ machine's real ALSA configuration, with and without the override."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,12 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDE = REPO / "configs/alsa/99-toy-runtime.conf"
 A52 = Path("/usr/share/alsa/alsa.conf.d/60-a52-encoder.conf")
-LISTING = ("import sounddevice, sys; sounddevice.query_devices(); "
-           "sys.stdout.write(str(sum('libavcodec' in line for line in open('/proc/self/maps'))))")
+LISTING = ("import json, sounddevice, sys; names = [d['name'] for d in sounddevice.query_devices()]; "
+           "codec = sum('libavcodec' in line for line in open('/proc/self/maps')); "
+           "sys.stdout.write(json.dumps([codec, names]))")
 
 
-def mapped_codec_lines(tmp_path: Path, *, override: bool) -> int:
-    """libavcodec mappings in a child that imports sounddevice (PortAudio lists the ALSA devices then)."""
+def listing(tmp_path: Path, *, override: bool) -> tuple[int, list[str]]:
+    """(libavcodec mappings, device names) in a child that lists the audio devices through PortAudio."""
     conf_d = tmp_path / ("with" if override else "without")
     conf_d.mkdir()
     # this machine's drop-ins, less the override itself if the toy's install already put it there
@@ -34,12 +36,16 @@ def mapped_codec_lines(tmp_path: Path, *, override: bool) -> int:
     done = subprocess.run([sys.executable, "-c", LISTING], capture_output=True, text=True, timeout=60,
                           env={"ALSA_CONFIG_PATH": str(config), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
-    return int(done.stdout)
+    codec, names = json.loads(done.stdout)
+    return codec, names
 
 
 @pytest.mark.skipif(not (A52.exists() and Path("/etc/alsa/conf.d/60-a52-encoder.conf").exists()),
                     reason="ALSA's a52 device is not enabled on this machine")
-def test_the_override_keeps_the_a52_codec_libraries_out_of_the_process(tmp_path):
+def test_the_override_keeps_the_a52_codec_libraries_out_and_lists_no_device_of_its_own(tmp_path):
     pytest.importorskip("sounddevice")
-    assert mapped_codec_lines(tmp_path, override=False) > 0  # the plugin is there and PortAudio loads it
-    assert mapped_codec_lines(tmp_path, override=True) == 0
+    codec, names = listing(tmp_path, override=False)
+    assert codec > 0  # the plugin is there and PortAudio loads it while it lists the devices
+    codec, names_with = listing(tmp_path, override=True)
+    assert codec == 0
+    assert "a52" not in names_with and names_with == [n for n in names if n != "a52"]  # no device appears

@@ -119,8 +119,8 @@ class PiperSynthesizer:
                 from toy_runtime.adapters.piper_sliced import SlicedVocoderVoice
 
                 # Two sessions, two thread pools: a pool's threads spin for a while after each run, and the
-                # acoustic half's spinning took the cores from the vocoder right after it ("Sure!": 56 vs 44 ms
-                # p50 with spinning off, 40 ms in one session, measured). Threads now sleep when their work ends.
+                # acoustic half's spinning took the cores from the vocoder right after it ("Sure!": 54 vs 41 ms
+                # p50 with spinning off, 35 ms in one session, measured on an idle box). Threads now sleep when their work ends.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 sessions = [onnxruntime.InferenceSession(str(half), sess_options=options,
                                                          providers=["CPUExecutionProvider"])
@@ -134,8 +134,11 @@ class PiperSynthesizer:
             # only a voice that loaded is worth splitting
             from toy_runtime.adapters.piper_split import start_split
 
-            self._splitting = start_split(model_path, split_cache)
-            log.info("tts: the voice is whole until it is split (in the background, for the next start)")
+            try:
+                self._splitting = start_split(model_path, split_cache)
+                log.info("tts: the voice is whole until it is split (in the background, for the next start)")
+            except OSError as exc:  # no process to spare: the whole voice works, with more memory per sentence
+                log.warning("tts: could not start splitting the voice: %s", exc)
         if deterministic:
             # piper draws random noise for the voice (noise_scale) and the phoneme durations (noise_w_scale) on
             # every call; with both at 0 its output depends on the text alone
