@@ -6,14 +6,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from toy_runtime.adapters.piper_split import (SplitVoice, VoiceSplitError, find_context_frames, split_voice,
-                                              vocode_in_slices)
+from toy_runtime.adapters.piper_split import (SplitVoice, VoiceSplitError, cached_split, find_context_frames,
+                                              split_voice, vocode_in_slices)
 
 if importlib.util.find_spec("onnx") is None:  # not imported here: the split runs in a child process
     pytest.skip("the onnx package is not installed", allow_module_level=True)
@@ -149,3 +150,25 @@ def test_the_split_child_says_in_one_line_why_a_file_cannot_be_split(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("toy-runtime: the voice stays whole (not split: "), done.stderr
     assert not list((tmp_path / "c").glob("*"))  # nothing half-made left behind
+
+
+def test_copies_of_a_voice_in_two_places_keep_their_own_splits(joe_split, tmp_path):
+    """Two venvs on one machine, each with its copy of the voice, share the user's cache without evicting each
+    other (each start would otherwise split again); a changed file replaces only its own split."""
+    import shutil
+
+    from toy_runtime.adapters.piper_tts import default_voice_paths
+
+    cache = tmp_path / "voices"
+    copy = tmp_path / "venv2" / "en_US-joe-medium.onnx"
+    copy.parent.mkdir()
+    shutil.copyfile(default_voice_paths()[0], copy)
+    first = split_voice(default_voice_paths()[0], cache)
+    second = split_voice(copy, cache)
+    assert first.acoustic.parent != second.acoustic.parent
+    assert cached_split(default_voice_paths()[0], cache) == first and cached_split(copy, cache) == second
+
+    os.utime(copy, ns=(copy.stat().st_atime_ns, copy.stat().st_mtime_ns + 1_000_000_000))  # the copy is updated
+    assert cached_split(copy, cache) is None
+    third = split_voice(copy, cache)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([first.acoustic.parent.name, third.acoustic.parent.name])

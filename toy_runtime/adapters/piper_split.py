@@ -90,9 +90,20 @@ def start_split(model_path: str | Path, cache_dir: str | Path) -> subprocess.Pop
 
 
 def _target(model_path: Path, cache_dir: Path) -> Path:
+    """`piper-<stem>-<where>-<which>`: one entry per voice file, so venvs that each hold a copy of a voice share
+    the cache without evicting each other's splits; <which> changes when that file does."""
+    return cache_dir / f"{_family(model_path)}{_version_key(model_path)}"
+
+
+def _family(model_path: Path) -> str:
+    """The names of every split of the file at this path, whatever its version."""
+    where = hashlib.sha256(str(model_path.resolve()).encode()).hexdigest()[:8]
+    return f"piper-{model_path.stem}-{where}-"
+
+
+def _version_key(model_path: Path) -> str:
     st = model_path.stat()
-    key = hashlib.sha256(f"{_FORMAT}:{model_path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
-    return cache_dir / f"piper-{model_path.stem}-{key[:16]}"
+    return hashlib.sha256(f"{_FORMAT}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
 
 
 def _child_command(model_path: Path, cache_dir: Path) -> list[str]:
@@ -104,7 +115,7 @@ def _publish_split(model_path: Path, cache_dir: Path) -> None:
     target = _target(model_path, cache_dir)
     if _read_record(target) is not None:
         return
-    _remove_abandoned(cache_dir, f"piper-{model_path.stem}-")
+    _remove_abandoned(cache_dir, _family(model_path))
     building = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(building, ignore_errors=True)
     try:
@@ -117,7 +128,7 @@ def _publish_split(model_path: Path, cache_dir: Path) -> None:
         raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
     finally:
         shutil.rmtree(building, ignore_errors=True)
-    for old in cache_dir.glob(f"piper-{model_path.stem}-*"):
+    for old in cache_dir.glob(f"{_family(model_path)}*"):  # earlier versions of this very file
         if old != target and not old.name.endswith(".tmp"):
             shutil.rmtree(old, ignore_errors=True)
 
