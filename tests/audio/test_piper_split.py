@@ -76,7 +76,7 @@ def test_slices_without_enough_context_would_click_at_the_joins(joe_split):
     assert one_pass.shape == exact.shape == short.shape == (200 * 256,)
     assert float(np.abs(exact - one_pass).max()) < 1e-4 * scale
     assert float(np.abs(short - one_pass).max()) > 1e-2 * scale
-    assert find_context_frames(vocode, 192) == split.context_frames
+    assert find_context_frames(vocode, 192, 256) == split.context_frames
 
 
 def test_the_split_is_made_once_and_made_again_when_cut_short(joe_split, tmp_path):

@@ -160,9 +160,10 @@ def _read_record(directory: Path) -> SplitVoice | None:
     return split
 
 
-def find_context_frames(run_vocoder, channels: int, *, chunk_frames: int = 32) -> int:
+def find_context_frames(run_vocoder, channels: int, hop_samples: int, *, chunk_frames: int = 32) -> int:
     """The least context (latent frames either side) with which `run_vocoder`'s slices join into the samples of
-    one pass over the same latent; `run_vocoder` maps a (1, channels, frames) float32 latent to samples.
+    one pass over the same latent; `run_vocoder` maps a (1, channels, frames) float32 latent to `hop_samples`
+    samples a frame.
 
     Raises VoiceSplitError when even the largest context tried does not join exactly.
     """
@@ -171,11 +172,10 @@ def find_context_frames(run_vocoder, channels: int, *, chunk_frames: int = 32) -
     frames = 4 * chunk_frames + 2 * _CONTEXT_TRIES[-1]
     latent = np.random.default_rng(0).standard_normal((1, channels, frames)).astype(np.float32)
     whole = np.asarray(run_vocoder(latent)).reshape(-1)
-    hop = whole.size // frames
     scale = float(np.abs(whole).max()) or 1.0
     for context in _CONTEXT_TRIES:
-        joined = vocode_in_slices(lambda part: np.asarray(run_vocoder(part)).reshape(-1), latent[0],
-                                  hop_samples=hop, chunk_frames=chunk_frames, context_frames=context)
+        joined = vocode_in_slices(run_vocoder, latent[0], hop_samples=hop_samples, chunk_frames=chunk_frames,
+                                  context_frames=context)
         if joined.shape == whole.shape and float(np.abs(joined - whole).max()) <= _SAME_WITHIN * scale:
             return context
     raise VoiceSplitError(f"the vocoder's slices never join exactly (context up to {_CONTEXT_TRIES[-1]} frames)")
@@ -229,7 +229,7 @@ def _make_split(model_path: Path, out_dir: Path) -> None:
     session = onnxruntime.InferenceSession(str(out_dir / "vocoder.onnx"), providers=["CPUExecutionProvider"])
     probe = session.run(None, {latent_name: np.zeros((1, channels, 8), np.float32)})[0]
     hop = int(probe.size // 8)
-    context = find_context_frames(lambda latent: session.run(None, {latent_name: latent})[0], channels)
+    context = find_context_frames(lambda latent: session.run(None, {latent_name: latent})[0], channels, hop)
     sizes = {half: (out_dir / f"{half}.onnx").stat().st_size for half in ("acoustic", "vocoder")}
     record = {"format": _FORMAT, "source": str(model_path), "latent_name": latent_name, "hop_samples": hop,
               "context_frames": context, "sizes": sizes}

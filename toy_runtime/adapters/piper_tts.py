@@ -105,10 +105,9 @@ class PiperSynthesizer:
                                             else levels.ORT_ENABLE_BASIC)
         if threads is not None:
             options.intra_op_num_threads = threads
-        split = None
+        wants_split = split_cache is not None and vocoder_window_frames > 0
+        split = _split_or_none(model_path, split_cache, wait=split_wait) if wants_split else None
         self._splitting: Any = None  # the background split (start_split), if this synthesizer started one
-        if split_cache is not None and vocoder_window_frames > 0:
-            split = _split_or_none(model_path, split_cache, wait=split_wait)
         try:
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
             if split is None:
@@ -120,7 +119,8 @@ class PiperSynthesizer:
 
                 # Two sessions, two thread pools: a pool's threads spin for a while after each run, and the
                 # acoustic half's spinning took the cores from the vocoder right after it ("Sure!": 54 vs 41 ms
-                # p50 with spinning off, 35 ms in one session, measured on an idle box). Threads now sleep when their work ends.
+                # p50 with spinning off, 35 ms in one session, measured on an idle box). Threads now sleep when
+                # their work ends.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 sessions = [onnxruntime.InferenceSession(str(half), sess_options=options,
                                                          providers=["CPUExecutionProvider"])
@@ -130,7 +130,7 @@ class PiperSynthesizer:
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
         self.split = split
-        if split is None and split_cache is not None and vocoder_window_frames > 0 and not split_wait:
+        if wants_split and split is None and not split_wait:
             # only a voice that loaded is worth splitting
             from toy_runtime.adapters.piper_split import start_split
 
