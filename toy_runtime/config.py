@@ -181,8 +181,9 @@ class TtsConfig(Section):
     vocoder_window_frames: int = Field(64, ge=0, le=10000, description="voice a longer piece in overlapping "
                                        "runs of at most this many latent frames (256 samples each; the voice is "
                                        "split once, in the background, into the user's cache): the same samples, "
-                                       "with the vocoder's memory bounded (~0.2 MB a frame on joe); 0 = one run "
-                                       "a piece")
+                                       "with the vocoder's memory bounded (~0.2 MB a frame on joe); 40 keeps a "
+                                       "toy under 300 MB at every moment but voices short first clauses in slices "
+                                       "(40-60 ms later, docs/benchmarks.md); 0 = one run a piece")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
 

@@ -125,8 +125,10 @@ class PiperSynthesizer:
                 sessions = [onnxruntime.InferenceSession(str(half), sess_options=options,
                                                          providers=["CPUExecutionProvider"])
                             for half in (split.acoustic, split.vocoder)]
+                trimmer = heap_trimmer() if trim_heap else None
                 self._voice = SlicedVocoderVoice(config=config, session=sessions[0], vocoder=sessions[1],
-                                                 split=split, window_frames=vocoder_window_frames)
+                                                 split=split, window_frames=vocoder_window_frames,
+                                                 release_memory=(lambda: trimmer(0)) if trimmer else None)
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
         self.split = split
