@@ -134,6 +134,7 @@ def test_a_short_real_run_gives_a_sane_report(tmp_path):
                                                cache_dir=tmp_path / "cache"))
     paths = write_voice_report(tmp_path / "out", summary)
     assert summary["turns_attempted"] == 2
+    assert summary["meta"]["allocator"] == "glibc"  # the config's default: nothing preloaded
     assert summary["turns_measured"] >= 1, summary["turns"]
     comparable = [t for t in summary["turns"] if t["problem"] is None and not t["early_end"]]
     assert comparable, summary["turns"]
@@ -180,13 +181,19 @@ def test_a_short_mixed_session_searches_reminds_and_reports_memory(tmp_path):
     from toy_runtime.bench.voice_report import write_voice_report
     from toy_runtime.bench.voice_run import VoiceBenchConfig, run_voice_bench
 
-    # turns 1 and 3 of the mixed session: a search (on the loopback SearxNG) and a reminder with its time in words
+    from toy_runtime.service.heap import jemalloc_installed
+
+    # turns 1 and 3 of the mixed session: a search (on the loopback SearxNG) and a reminder with its time in words;
+    # on the systemd unit's allocator, as the toy runs
     import sys
 
+    if not jemalloc_installed():
+        unavailable("libjemalloc2 is not installed (the unit's allocator)")
     summary = run_voice_bench(VoiceBenchConfig(turns=3, session="mixed", cache_dir=tmp_path / "cache",
-                                               python=sys.executable))
+                                               python=sys.executable, malloc="jemalloc"))
     meta = summary["meta"]
     assert meta["python"] == sys.executable
+    assert meta["malloc"] == "jemalloc" and meta["allocator"] == "jemalloc"  # preloaded, and really mapped
     assert meta["search_requests"] >= 1, meta
     assert "knowledge.web.search=succeeded" in meta["event_results"], meta
     assert any(r.startswith("calendar.schedule.create=") for r in meta["event_results"]), meta
@@ -194,3 +201,20 @@ def test_a_short_mixed_session_searches_reminds_and_reports_memory(tmp_path):
     assert meta["rss_peak_in_use_mb"] is None or meta["rss_peak_in_use_mb"] >= max(meta["rss_by_turn_mb"])
     text = write_voice_report(tmp_path / "out", summary)["markdown"].read_text()
     assert "Memory (RSS of the runtime)" in text and "session mixed" in text
+
+
+def test_asking_for_jemalloc_without_it_is_one_clear_line(monkeypatch, capsys):
+    import argparse
+
+    from toy_runtime.bench import voice_cli
+    from toy_runtime.service import heap
+    from toy_runtime.testing import pulse
+
+    parser = argparse.ArgumentParser()
+    voice_cli.add_voice_parser(parser.add_subparsers())
+    monkeypatch.setattr(pulse, "pulseaudio_available", lambda: True)
+    monkeypatch.setattr(heap, "jemalloc_installed", lambda: False)
+    args = parser.parse_args(["voice", "--malloc", "jemalloc"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "libjemalloc2" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +51,36 @@ def test_unit_has_what_the_runtime_relies_on():
     # Decided against, with the reason in the unit: W^X breaks sounddevice's cffi callbacks; a private user
     # namespace drops the audio group.
     assert s["MemoryDenyWriteExecute"] == ["no"] and s["PrivateUsers"] == ["no"]
+
+
+def test_unit_preloads_the_allocator_the_bench_measures_and_the_installer_installs():
+    from toy_runtime.service.heap import JEMALLOC_ENV
+
+    settings = dict(item.split("=", 1) for line in unit_settings()["Environment"] for item in line.split())
+    assert {key: settings.get(key) for key in JEMALLOC_ENV} == JEMALLOC_ENV
+    assert re.search(r"^\s+libjemalloc2\b", INSTALLER.read_text(), re.M)
+
+
+def test_the_runtime_runs_on_the_units_allocator(tmp_path):
+    """A child with the unit's LD_PRELOAD and MALLOC_CONF: jemalloc is mapped, takes every option without a
+    complaint, and the runtime's engines load and synthesize on it."""
+    from toy_runtime.service.heap import JEMALLOC_ENV, jemalloc_installed
+    from toy_runtime.testing.services import unavailable
+
+    if not jemalloc_installed():
+        unavailable("libjemalloc2 is not installed (apt-get install libjemalloc2)")
+    script = ("import json, sys\n"
+              "from toy_runtime.adapters.piper_tts import PiperSynthesizer\n"
+              "pcm = b''.join(p.pcm for p in PiperSynthesizer(deterministic=True).synthesize_blocking('Hello!'))\n"
+              "maps = open('/proc/self/maps').read()\n"
+              "sys.stdout.write(json.dumps([len(pcm), 'libjemalloc' in maps]))\n")
+    env = {**os.environ, **JEMALLOC_ENV, "MALLOC_CONF": JEMALLOC_ENV["MALLOC_CONF"] + ",abort_conf:true"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # abort_conf: an option jemalloc does not take aborts the child
+    assert "jemalloc" not in done.stderr and "preloaded" not in done.stderr, done.stderr
+    samples, mapped = json.loads(done.stdout)
+    assert mapped and samples > 22050 // 4  # a spoken "Hello!", not an empty buffer
 
 
 def test_installer_creates_every_supplementary_group():

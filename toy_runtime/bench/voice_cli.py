@@ -38,6 +38,9 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--env", action="append", default=[], metavar="TOY_KEY=VALUE",
                    help="extra setting for the runtime under test, e.g. TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1 or "
                         "MALLOC_MMAP_THRESHOLD_=131072 (repeatable)")
+    p.add_argument("--malloc", choices=["unit", "glibc", "jemalloc"], default="unit",
+                   help="the runtime's allocator: unit = as the systemd unit runs it (jemalloc when libjemalloc2 is "
+                        "installed, else glibc's with a note; default), or one of the two")
     p.add_argument("--out", default="bench-out/voice",
                    help="directory for voice.json, voice.md and the runtime's state (runtime-*/audit.jsonl, stderr)")
     p.add_argument("--quiet", action="store_true", help="do not print the report")
@@ -47,6 +50,7 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
 
 def cmd_bench_voice(args: argparse.Namespace) -> int:
     """Run the bench, write the report, print it (exit 1 when no turn could be measured)."""
+    from ..service.heap import jemalloc_installed
     from ..testing.pulse import pulseaudio_available
     from .voice_report import write_voice_report
     from .voice_run import VoiceBenchConfig, run_voice_bench
@@ -65,9 +69,19 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         extra[key] = value
+    malloc = args.malloc
+    if malloc == "unit":
+        malloc = "jemalloc" if jemalloc_installed() else "glibc"
+        if malloc == "glibc":
+            print("toy-runtime: libjemalloc2 is not installed: the runtime runs on glibc's malloc, not as the "
+                  "systemd unit runs it (more memory while speaking)", file=sys.stderr)
+    elif malloc == "jemalloc" and not jemalloc_installed():
+        print("toy-runtime: --malloc jemalloc needs libjemalloc2 (apt-get install libjemalloc2)", file=sys.stderr)
+        return 2
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
                               events=args.events == "on", end_by_level=args.end_by == "level",
                               threshold_db=args.threshold_db, extra_env=extra, session=args.session, python=args.python,
+                              malloc=malloc,
                               state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)

@@ -63,10 +63,20 @@ class VoiceBenchConfig:
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                             / "toy-runtime" / "bench-voice")
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
+    malloc: str = "glibc"  # "jemalloc": the systemd unit's allocator (service/heap.JEMALLOC_ENV), preloaded
     session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py)
     python: str | None = None  # the interpreter that runs `toy_runtime run` (None: this one); e.g. a venv with
     # only the core dependencies, to measure the toy's memory without test and debug extras loaded
     state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
+
+
+def _allocator(pid: int) -> str:
+    """"jemalloc" when the process has it mapped (preloaded), else "glibc": what it really runs on."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return "unknown"
+    return "jemalloc" if "libjemalloc" in maps else "glibc"
 
 
 def _rss_mb(pid: int, field: str = "VmRSS") -> float | None:
@@ -92,7 +102,7 @@ def _reset_peak(pid: int) -> bool:
 def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: VoiceBenchConfig,
                  search_url: str | None = None) -> dict[str, str]:
     # the user's own TOY_* / OPENAI_* / glibc malloc settings would change what is measured
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", "MALLOC_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_", "MALLOC_", "LD_PRELOAD"))}
     env.update(card.runtime_env)
     env.update({"TOY_STATE_DIR": str(state), "TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse",
                 "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted",
@@ -104,6 +114,10 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
         env["TOY_SEARCH__URL"] = search_url
     if not config.legacy_runtime:
         env["TOY_VAD__END_BY_LEVEL"] = "true" if config.end_by_level else "false"
+    if config.malloc == "jemalloc":
+        from ..service.heap import JEMALLOC_ENV
+
+        env.update(JEMALLOC_ENV)
     env.update(config.extra_env)
     return env
 
@@ -142,7 +156,8 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
                             "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
                             "reply_text": config.reply_text, "extra_env": config.extra_env,
-                            "session": config.session, "python": config.python or sys.executable}
+                            "session": config.session, "python": config.python or sys.executable,
+                            "malloc": config.malloc}
     rss_by_turn: list[float | None] = []
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
@@ -161,6 +176,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
             meta["loaded_s"] = round(time.monotonic() - started, 2)
             meta["rss_loaded_mb"] = _rss_mb(proc.pid)
             meta["rss_loading_peak_mb"] = _rss_mb(proc.pid, "VmHWM")
+            meta["allocator"] = _allocator(proc.pid)
             peak_reset = _reset_peak(proc.pid)
             rec = start_probe(card)
             time.sleep(1.0)

@@ -22,7 +22,16 @@ MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
 # same data. The systemd unit's MALLOC_ARENA_MAX=2 says the same for processes started elsewhere.
 ARENA_MAX = 2
 
-__all__ = ["heap_trimmer", "trim_heap", "tune_heap"]
+# The systemd unit's allocator (systemd/toy-runtime.service; tests/service/test_unit.py keeps the two the same):
+# jemalloc, preloaded, two arenas; big blocks' pages given back when freed, small ones' after a second (the unit
+# says why). glibc's malloc kept the vocoder's freed buffers and fragments resident: 313 MB at the peak of the voice
+# bench's mixed session against 296 MB (docs/benchmarks.md).
+# glibc's mallopt and malloc_trim (tune_heap, trim_heap) then act on glibc's unused heap: harmless, ~µs.
+JEMALLOC_ENV = {"LD_PRELOAD": "libjemalloc.so.2",
+                "MALLOC_CONF": ("narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0,oversize_threshold:262144,"
+                                "background_thread:true")}
+
+__all__ = ["JEMALLOC_ENV", "heap_trimmer", "jemalloc_installed", "trim_heap", "tune_heap"]
 
 # mallopt(3) parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -49,6 +58,11 @@ def trim_heap() -> bool:
         return False
     trim(0)
     return True
+
+
+def jemalloc_installed() -> bool:
+    """Whether the dynamic loader can find JEMALLOC_ENV's library (Debian: libjemalloc2)."""
+    return ctypes.util.find_library("jemalloc") is not None
 
 
 def tune_heap() -> bool:
