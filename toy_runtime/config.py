@@ -181,9 +181,13 @@ class TtsConfig(Section):
     vocoder_window_frames: int = Field(64, ge=0, le=10000, description="voice a longer piece in overlapping "
                                        "runs of at most this many latent frames (256 samples each; the voice is "
                                        "split once, in the background, into the user's cache): the same samples, "
-                                       "with the vocoder's memory bounded (~0.2 MB a frame on joe); 40 keeps a "
-                                       "toy under 300 MB at every moment but voices short first clauses in slices "
-                                       "(40-60 ms later, docs/benchmarks.md); 0 = one run a piece")
+                                       "with the vocoder's memory bounded (~0.2 MB a frame on joe); 0 = one run "
+                                       "a piece (docs/benchmarks.md)")
+    first_slice_frames: int = Field(12, ge=0, le=10000, description="a split voice starts each sentence with a "
+                                    "slice of this many latent frames, then twice as many each run up to the "
+                                    "window: the first sound waits for a small run, not the whole sentence (0 = "
+                                    "the first run is a whole window); raise it if a slow board stutters after "
+                                    "a sentence's first ~0.1 s")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
 

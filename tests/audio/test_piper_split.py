@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from toy_runtime.adapters.piper_split import (SplitVoice, VoiceSplitError, cached_split, find_context_frames,
-                                              split_voice, vocode_in_slices)
+                                              slice_plan, split_voice, vocode_in_slices)
+from toy_runtime.audio.sentence_gain import SentenceGain
 
 if importlib.util.find_spec("onnx") is None:  # not imported here: the split runs in a child process
     pytest.skip("the onnx package is not installed", allow_module_level=True)
@@ -40,30 +41,80 @@ def test_the_joe_voice_splits_into_an_acoustic_half_and_a_vocoder(joe_split):
     assert split.acoustic.stat().st_size > 5 * split.vocoder.stat().st_size > 0  # most weights are acoustic
     assert split.hop_samples == 256  # the joe voice: 22050 Hz, 256 samples per latent frame
     assert split.context_frames == 10  # found by trying: joe's vocoder needs 10 frames either side
+    assert 0.45 < split.reference_peak < 0.7  # joe's raw peaks: 0.28-0.81 over 54 sentences, 75th percentile ~0.6
     assert "onnx" not in sys.modules  # the split ran in a child: the runtime never holds onnx and the whole model
 
 
-def test_a_split_voice_says_a_long_sentence_in_the_same_samples_as_one_pass(joe_split):
+def test_a_split_voice_says_a_long_sentence_in_the_samples_of_one_pass_at_its_sentence_gain(joe_split):
+    """Slice by slice (a short first slice, then growing ones up to the window) the split voice gives the whole
+    voice's samples of one pass, at the level SentenceGain sets slice by slice."""
+    from piper import SynthesisConfig
+
     from toy_runtime.adapters.piper_tts import PiperSynthesizer
 
-    cache, _ = joe_split
-    whole = PiperSynthesizer(deterministic=True, max_chars=0)
-    sliced = PiperSynthesizer(deterministic=True, max_chars=0, split_cache=cache, vocoder_window_frames=56,
-                              split_wait=True)
+    cache, split = joe_split
+    whole = PiperSynthesizer(deterministic=True, max_chars=0, trim=False)
+    sliced = PiperSynthesizer(deterministic=True, max_chars=0, trim=False, split_cache=cache,
+                              vocoder_window_frames=56, first_slice_frames=12, split_wait=True)
     try:
-        assert whole.split is None and sliced.split is not None
-        a, b = pcm(whole.synthesize_blocking(LONG)), pcm(sliced.synthesize_blocking(LONG))
-        assert len(a) == len(b) > 5 * 22050  # over five seconds in one piece: many slices of 32 frames
-        assert int(np.abs(a - b).max()) <= 2  # float rounding of sums taken in another order, nothing audible
-        assert float(np.abs(a).max()) > 10000  # and it is speech, not two silences
+        assert whole.split is None and sliced.split == split
+        voice = whole._voice
+        quiet = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+        raw = np.asarray(voice.phoneme_ids_to_audio(voice.phonemes_to_ids(voice.phonemize(LONG)[0]), quiet))
+        plan = slice_plan(len(raw) // 256, chunk_frames=36, context_frames=10, first_frames=12, min_frames=8)
+        assert [end - start for start, end in plan[:4]] == [12, 24, 36, 36]
+        gain = SentenceGain(split.reference_peak)
+        expected = np.concatenate([gain.apply(raw[a * 256:b * 256]) for a, b in plan])
+        expected = np.clip(expected * 32767.0, -32767, 32767).astype(np.int16).astype(np.int32)
+        pieces = sliced.synthesize_blocking(LONG)
+        got = pcm(pieces)
+        assert len(pieces) == len(plan) > 10 and len(got) == len(expected) > 5 * 22050  # over five seconds
+        assert int(np.abs(got - expected).max()) <= 2  # float rounding of sums taken in another order
+        assert float(np.abs(got).max()) > 10000  # and it is speech, not two silences
     finally:
         whole.close()
         sliced.close()
 
 
-def test_freed_memory_is_given_back_before_each_slice_but_not_before_a_short_piece(joe_split):
-    """A sliced sentence trims the heap before every vocoder run (the runs did not reuse each other's freed
-    buffers); a piece voiced in one run, often an answer's first sound, is not delayed by a trim."""
+def test_a_sentence_starts_to_sound_after_one_small_vocoder_run(joe_split):
+    """The first piece of a sentence is handed on after the acoustic half and one run of the first slice with
+    its context; the rest is voiced while it plays."""
+    import asyncio
+
+    from toy_runtime.adapters.piper_tts import PiperSynthesizer
+
+    cache, split = joe_split
+    synth = PiperSynthesizer(deterministic=True, max_chars=0, split_cache=cache, first_slice_frames=12,
+                             split_wait=True)
+    runs: list[int] = []
+    vocoder = synth._voice._vocoder
+
+    class Measuring:
+        def run(self, outputs, feed):
+            runs.append(next(iter(feed.values())).shape[-1])
+            return vocoder.run(outputs, feed)
+
+    synth._voice._vocoder = Measuring()
+
+    async def first_piece_and_the_rest():
+        pieces = synth.synthesize("Here is a short answer for you.")
+        first = await anext(pieces)
+        runs_at_first = list(runs)
+        rest = [piece async for piece in pieces]
+        return first, runs_at_first, rest
+
+    try:
+        first, runs_at_first, rest = asyncio.run(first_piece_and_the_rest())
+    finally:
+        synth.close()
+    assert runs_at_first == [12 + split.context_frames]  # one small run: 12 frames and their right context
+    assert first.trimmed_ms > 0 and first.pcm  # the sentence's quiet start is trimmed from its first slice only
+    assert len(rest) >= 2 and all(p.trimmed_ms == 0 for p in rest) and max(runs) <= 64  # never over the window
+
+
+def test_freed_memory_is_given_back_before_each_slice_but_the_first(joe_split):
+    """A sliced sentence trims the heap before every vocoder run but its first (the runs did not reuse each
+    other's freed buffers); the first run, a sentence's first sound, is not delayed by a trim."""
     from toy_runtime.adapters.piper_tts import PiperSynthesizer
 
     cache, _ = joe_split
@@ -80,11 +131,11 @@ def test_freed_memory_is_given_back_before_each_slice_but_not_before_a_short_pie
 
     voice._vocoder = Counting()
     try:
-        synth.synthesize_blocking("Sure!")
-        assert calls == ["run"]  # one run, no trim before the first sound
+        synth.synthesize_blocking("Sure!")  # 43 frames: a first slice of 12, then the rest
+        assert calls == ["run", "release", "run"]  # no trim before the first sound
         calls.clear()
         synth.synthesize_blocking(LONG)
-        assert len(calls) > 10 and calls == ["release", "run"] * (len(calls) // 2)
+        assert len(calls) > 10 and calls == ["run"] + ["release", "run"] * (len(calls) // 2)
     finally:
         synth.close()
 
@@ -195,11 +246,11 @@ def test_copies_of_a_voice_in_two_places_keep_their_own_splits(joe_split, tmp_pa
     copy.parent.mkdir()
     shutil.copyfile(default_voice_paths()[0], copy)
     first = split_voice(default_voice_paths()[0], cache)
-    second = split_voice(copy, cache)
+    second = split_voice(copy, cache, config_path=default_voice_paths()[1])
     assert first.acoustic.parent != second.acoustic.parent
     assert cached_split(default_voice_paths()[0], cache) == first and cached_split(copy, cache) == second
 
     os.utime(copy, ns=(copy.stat().st_atime_ns, copy.stat().st_mtime_ns + 1_000_000_000))  # the copy is updated
     assert cached_split(copy, cache) is None
-    third = split_voice(copy, cache)
+    third = split_voice(copy, cache, config_path=default_voice_paths()[1])
     assert sorted(p.name for p in cache.iterdir()) == sorted([first.acoustic.parent.name, third.acoustic.parent.name])

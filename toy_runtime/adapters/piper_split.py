@@ -25,15 +25,22 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SplitVoice", "VoiceSplitError", "cached_split", "find_context_frames", "split_voice", "start_split",
-           "vocode_in_slices"]
+__all__ = ["SplitVoice", "VoiceSplitError", "cached_split", "find_context_frames", "slice_plan", "split_voice",
+           "start_split", "vocode_in_slices", "vocode_slices"]
 
 # piper's VITS export keeps PyTorch's parameter names: the vocoder starts with this convolution
 _VOCODER_FIRST_WEIGHT = "dec.conv_pre.weight"
 _RECORD = "split.json"
-_FORMAT = 2  # 2: the least context, frame by frame (format 1 tried 4, 8, 12…: 12 where 10 joins for joe)
+_FORMAT = 3  # 3: + reference_peak; 2: the least context, frame by frame (1 tried 4, 8, 12…: 12 where 10 joins)
 _MAX_CONTEXT = 64
 _SAME_WITHIN = 1e-4  # of full scale: float32 convolutions summed in another order differ by ~1e-6
+# What the voice says to find its reference peak: short and long, statements, questions and exclamations.
+_CALIBRATION = ("Sure!", "Okay.", "Hello there!", "Yes!", "Twelve.", "What a lovely name.", "Bananas are yellow.",
+                "Let's play a game!", "Do you want to hear a story?", "I set a reminder for five o'clock.",
+                "Cats like to sleep in warm sunny spots.", "Here is a short answer for you.",
+                "Elephants are the biggest animals that walk on land.",
+                "The moon is about three hundred eighty thousand kilometers away.")
+_REFERENCE_PERCENTILE = 75
 
 
 class VoiceSplitError(Exception):
@@ -49,6 +56,7 @@ class SplitVoice:
     latent_name: str  # the vocoder's input: the acoustic half's output
     hop_samples: int  # samples per latent frame
     context_frames: int  # latent frames of context either side of a slice for an exact join
+    reference_peak: float  # the voice's loudest raw sample in most sentences (audio/sentence_gain.py)
 
 
 def cached_split(model_path: str | Path, cache_dir: str | Path) -> SplitVoice | None:
@@ -56,8 +64,10 @@ def cached_split(model_path: str | Path, cache_dir: str | Path) -> SplitVoice | 
     return _read_record(_target(Path(model_path), Path(cache_dir)))
 
 
-def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: float = 300.0) -> SplitVoice:
+def split_voice(model_path: str | Path, cache_dir: str | Path, *, config_path: str | Path | None = None,
+                timeout_s: float = 300.0) -> SplitVoice:
     """The cached split of `model_path`, made first (in a child process, waited for) if there is none.
+    `config_path`: the voice's .onnx.json (None: beside the model), to find its reference peak.
 
     Raises VoiceSplitError with the reason when the voice cannot be split.
     """
@@ -66,7 +76,7 @@ def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: flo
     if cached is not None:
         return cached
     try:
-        done = subprocess.run(_child_command(model_path, cache_dir), capture_output=True, text=True,
+        done = subprocess.run(_child_command(model_path, cache_dir, config_path), capture_output=True, text=True,
                               timeout=timeout_s)
     except (OSError, subprocess.SubprocessError) as exc:
         raise VoiceSplitError(f"could not split {model_path.name}: {exc}") from exc
@@ -79,13 +89,14 @@ def split_voice(model_path: str | Path, cache_dir: str | Path, *, timeout_s: flo
     return split
 
 
-def start_split(model_path: str | Path, cache_dir: str | Path) -> subprocess.Popen:
+def start_split(model_path: str | Path, cache_dir: str | Path, *,
+                config_path: str | Path | None = None) -> subprocess.Popen:
     """Make the split in a child process at the lowest CPU priority, not waited for: the runtime speaks with the
     whole voice meanwhile and finds the split at its next start. The child's one line on failure goes to this
     process's stderr (the journal). It runs in a session of its own, so it outlives a runtime that stops first
     (a short `demo`, a test) instead of being cut off and begun again each time; stopping the service ends it with
     the rest of the unit's cgroup, and a half-made split is cleared by the next one."""
-    return subprocess.Popen([*_child_command(Path(model_path), Path(cache_dir)), "--background"],
+    return subprocess.Popen([*_child_command(Path(model_path), Path(cache_dir), config_path), "--background"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -106,11 +117,12 @@ def _version_key(model_path: Path) -> str:
     return hashlib.sha256(f"{_FORMAT}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
 
 
-def _child_command(model_path: Path, cache_dir: Path) -> list[str]:
-    return [sys.executable, "-m", __name__, str(model_path), str(cache_dir)]
+def _child_command(model_path: Path, cache_dir: Path, config_path: str | Path | None) -> list[str]:
+    config = [] if config_path is None else [f"--config={config_path}"]
+    return [sys.executable, "-m", __name__, str(model_path), str(cache_dir), *config]
 
 
-def _publish_split(model_path: Path, cache_dir: Path) -> None:
+def _publish_split(model_path: Path, cache_dir: Path, config_path: Path) -> None:
     """The child's work: build both halves beside the cache entry, then move them in at once."""
     target = _target(model_path, cache_dir)
     if _read_record(target) is not None:
@@ -120,7 +132,7 @@ def _publish_split(model_path: Path, cache_dir: Path) -> None:
     shutil.rmtree(building, ignore_errors=True)
     try:
         building.mkdir(parents=True)
-        _make_split(model_path, building)
+        _make_split(model_path, building, config_path)
         if _read_record(target) is None:  # else another process finished the same split first: keep its files
             shutil.rmtree(target, ignore_errors=True)
             os.replace(building, target)
@@ -150,7 +162,8 @@ def _read_record(directory: Path) -> SplitVoice | None:
         record = json.loads((directory / _RECORD).read_text(encoding="utf-8"))
         split = SplitVoice(acoustic=directory / "acoustic.onnx", vocoder=directory / "vocoder.onnx",
                            latent_name=str(record["latent_name"]), hop_samples=int(record["hop_samples"]),
-                           context_frames=int(record["context_frames"]))
+                           context_frames=int(record["context_frames"]),
+                           reference_peak=float(record["reference_peak"]))
         sizes = record["sizes"]
         if record.get("format") != _FORMAT or any(
                 getattr(split, half).stat().st_size != int(sizes[half]) for half in ("acoustic", "vocoder")):
@@ -190,24 +203,74 @@ def find_context_frames(run_vocoder, channels: int, hop_samples: int, *, chunk_f
     return tries[found]
 
 
-def vocode_in_slices(vocode, latent, *, hop_samples: int, chunk_frames: int, context_frames: int):
-    """Samples for `latent` (channels × frames) from `vocode` (a (1, channels, n) latent → n × hop samples),
-    `chunk_frames` at a time, each slice voiced with `context_frames` of its neighbours and cut back to its own."""
+def slice_plan(frames: int, *, chunk_frames: int, context_frames: int, first_frames: int = 0,
+               min_frames: int = 1) -> list[tuple[int, int]]:
+    """The (start, end) latent frames of each slice of a `frames`-frame latent; one slice when it fits in one run
+    (`chunk_frames` + 2 × `context_frames`, or `chunk_frames` <= 0).
+
+    `first_frames` > 0: the first slice has that many frames and each next one twice as many as the one before, up
+    to `chunk_frames`, so the first sound comes from a short run and each run has the sound of the slices before it
+    to hide behind. A rest shorter than `min_frames` joins the slice before it when that stays within `chunk_frames`.
+    """
+    if chunk_frames <= 0:
+        return [(0, frames)]
+    one_run = first_frames + context_frames if first_frames > 0 else chunk_frames + 2 * context_frames
+    if frames <= one_run:
+        return [(0, frames)]
+    plan: list[tuple[int, int]] = []
+    start, size = 0, (min(first_frames, chunk_frames) if first_frames > 0 else chunk_frames)
+    while start < frames:
+        end = min(frames, start + size)
+        if 0 < frames - end < min_frames and frames - start <= chunk_frames:
+            end = frames
+        plan.append((start, end))
+        start, size = end, min(chunk_frames, 2 * size)
+    return plan
+
+
+def vocode_slices(vocode, latent, plan, *, hop_samples: int, context_frames: int):
+    """Samples for `latent` (channels × frames) from `vocode` (a (1, channels, n) latent → n × hop samples), one
+    array per (start, end) slice of `plan` (slice_plan), each voiced with `context_frames` of its neighbours and cut
+    back to its own frames (a generator: a slice is voiced when it is asked for)."""
     import numpy as np
 
     frames = latent.shape[-1]
-    if chunk_frames <= 0 or frames <= chunk_frames + 2 * context_frames:
-        return np.asarray(vocode(latent[None])).reshape(-1)
-    pieces = []
-    for start in range(0, frames, chunk_frames):
-        end = min(frames, start + chunk_frames)
+    for start, end in plan:
         lo, hi = max(0, start - context_frames), min(frames, end + context_frames)
-        audio = np.asarray(vocode(np.ascontiguousarray(latent[None, :, lo:hi]))).reshape(-1)
-        pieces.append(audio[(start - lo) * hop_samples:(end - lo) * hop_samples].copy())
-    return np.concatenate(pieces)
+        part = latent[None] if (lo, hi) == (0, frames) else np.ascontiguousarray(latent[None, :, lo:hi])
+        audio = np.asarray(vocode(part)).reshape(-1)
+        yield audio[(start - lo) * hop_samples:(end - lo) * hop_samples].copy()
 
 
-def _make_split(model_path: Path, out_dir: Path) -> None:
+def vocode_in_slices(vocode, latent, *, hop_samples: int, chunk_frames: int, context_frames: int):
+    """All samples for `latent` at once, voiced in slices of `chunk_frames` (vocode_slices; 0 = one run)."""
+    import numpy as np
+
+    plan = slice_plan(latent.shape[-1], chunk_frames=chunk_frames, context_frames=context_frames)
+    return np.concatenate(list(vocode_slices(vocode, latent, plan, hop_samples=hop_samples,
+                                             context_frames=context_frames)))
+
+
+def reference_peak(voice) -> float:
+    """The voice's reference peak: the 75th percentile of its loudest raw sample over _CALIBRATION's sentences
+    (noise off). `voice` is a whole piper.PiperVoice; its raw samples are before piper's normalization."""
+    import numpy as np
+    from piper import SynthesisConfig
+
+    quiet = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    peaks = []
+    for text in _CALIBRATION:
+        for phonemes in voice.phonemize(text):
+            if phonemes:
+                audio = voice.phoneme_ids_to_audio(voice.phonemes_to_ids(phonemes), quiet)
+                peaks.append(float(np.abs(np.asarray(audio)).max()))
+    peak = float(np.percentile(peaks, _REFERENCE_PERCENTILE)) if peaks else 0.0
+    if not peak > 1e-4:
+        raise VoiceSplitError("the voice said nothing audible for its calibration sentences")
+    return peak
+
+
+def _make_split(model_path: Path, out_dir: Path, config_path: Path) -> None:
     """The child process's work: write both halves and, last, the record."""
     try:
         import onnx
@@ -239,28 +302,46 @@ def _make_split(model_path: Path, out_dir: Path) -> None:
     probe = session.run(None, {latent_name: np.zeros((1, channels, 8), np.float32)})[0]
     hop = int(probe.size // 8)
     context = find_context_frames(lambda latent: session.run(None, {latent_name: latent})[0], channels, hop)
+    del session
+    peak = reference_peak(_whole_voice(model_path, config_path, onnxruntime))
     sizes = {half: (out_dir / f"{half}.onnx").stat().st_size for half in ("acoustic", "vocoder")}
     record = {"format": _FORMAT, "source": str(model_path), "latent_name": latent_name, "hop_samples": hop,
-              "context_frames": context, "sizes": sizes}
+              "context_frames": context, "reference_peak": round(peak, 6), "sizes": sizes}
     partial = out_dir / f"{_RECORD}.tmp"
     partial.write_text(json.dumps(record, indent=1), encoding="utf-8")
     os.replace(partial, out_dir / _RECORD)
 
 
+def _whole_voice(model_path: Path, config_path: Path, onnxruntime):
+    """The voice in one piece (piper.PiperVoice), to hear its raw samples."""
+    from piper import PiperConfig, PiperVoice
+
+    try:
+        config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise VoiceSplitError(f"the voice's config {config_path} cannot be read: {exc}") from exc
+    session = onnxruntime.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    return PiperVoice(config=config, session=session)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--background]` (what `split_voice` and
-    `start_split` run): exit 0 with the split in CACHE_DIR, 1 with one line on stderr saying why not."""
+    """`python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--config=MODEL.onnx.json] [--background]`
+    (what `split_voice` and `start_split` run): exit 0 with the split in CACHE_DIR, 1 with one line on stderr
+    saying why not."""
     args = sys.argv[1:] if argv is None else argv
     background = "--background" in args
-    args = [a for a in args if a != "--background"]
-    if len(args) != 2:
-        print("usage: python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--background]",
-              file=sys.stderr)
+    configs = [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
+    args = [a for a in args if a != "--background" and not a.startswith("--config=")]
+    if len(args) != 2 or len(configs) > 1:
+        print("usage: python -m toy_runtime.adapters.piper_split MODEL.onnx CACHE_DIR [--config=MODEL.onnx.json] "
+              "[--background]", file=sys.stderr)
         return 2
     if background:
         os.nice(19)  # the runtime beside it answers a child: it comes first
+    model = Path(args[0])
+    config = Path(configs[0]) if configs else Path(f"{model}.json")
     try:
-        _publish_split(Path(args[0]), Path(args[1]))
+        _publish_split(model, Path(args[1]), config)
     except Exception as exc:  # onnx's parser, numpy, a full disk: one line, and the voice stays whole
         print(f"toy-runtime: the voice stays whole (not split: {exc})" if background else str(exc), file=sys.stderr)
         return 1

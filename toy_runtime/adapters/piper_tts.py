@@ -12,7 +12,9 @@ import json
 import logging
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
+
+import numpy as np
 
 from toy_runtime.agent.clauses import clause_pieces
 from toy_runtime.audio.resample import trim_leading_silence
@@ -54,7 +56,10 @@ class PiperSynthesizer:
     ~0.2 MB of vocoder tensors per frame on joe) is voiced in overlapping slices of that size that join into the
     same samples: the vocoder's memory stays bounded however long the piece. Without a cached split the voice is
     used whole and the split is made in the background for the next start (`split_wait`: made now, waited for,
-    ~2 s; a voice that cannot be split is then used whole, with one warning).
+    ~4 s; a voice that cannot be split is then used whole, with one warning). A split voice is heard slice by slice:
+    each sentence's first slice has `first_slice_frames` latent frames (0: a whole window), so its first sound
+    waits for a small vocoder run, not the whole sentence; its level is set slice by slice (SentenceGain) where
+    piper scales each whole sentence to full scale.
     Loading takes about a second: construct in a worker thread (or use `PiperSynthesizer.load`).
     """
 
@@ -80,6 +85,7 @@ class PiperSynthesizer:
         max_chars: int = 60,
         split_cache: str | Path | None = None,
         vocoder_window_frames: int = 64,
+        first_slice_frames: int = 12,
         split_wait: bool = False,
     ) -> None:
         try:
@@ -108,7 +114,7 @@ class PiperSynthesizer:
         # without trimming glibc keeps ~55 MB of freed inference buffers resident after a few sentences (measured)
         self._trim_heap = heap_trimmer() if trim_heap else None
         wants_split = split_cache is not None and vocoder_window_frames > 0
-        split = _split_or_none(model_path, split_cache, wait=split_wait) if wants_split else None
+        split = _split_or_none(model_path, config_path, split_cache, wait=split_wait) if wants_split else None
         self._splitting: Any = None  # the background split (start_split), if this synthesizer started one
         try:
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
@@ -130,6 +136,7 @@ class PiperSynthesizer:
                 trimmer = self._trim_heap
                 self._voice = SlicedVocoderVoice(config=config, session=sessions[0], vocoder=sessions[1],
                                                  split=split, window_frames=vocoder_window_frames,
+                                                 first_slice_frames=first_slice_frames,
                                                  release_memory=(lambda: trimmer(0)) if trimmer else None)
         except Exception as exc:  # onnxruntime and json raise many kinds
             raise SpeechEngineError("tts-model-failed", f"piper could not load {model_path}: {exc}") from exc
@@ -139,7 +146,7 @@ class PiperSynthesizer:
             from toy_runtime.adapters.piper_split import start_split
 
             try:
-                self._splitting = start_split(model_path, split_cache)
+                self._splitting = start_split(model_path, split_cache, config_path=config_path)
                 log.info("tts: the voice is whole until it is split (in the background, for the next start)")
             except OSError as exc:  # no process to spare: the whole voice works, with more memory per sentence
                 log.warning("tts: could not start splitting the voice: %s", exc)
@@ -178,13 +185,19 @@ class PiperSynthesizer:
         """All pieces of `text` at once, in the calling thread (benchmarks, demo preparation)."""
         return [self._piece(chunk, text) for chunk in self._chunks(text)]
 
-    def _chunks(self, text: str) -> Any:
-        """piper's chunks (one per sentence) for each clause-sized piece of `text`, in order (a generator)."""
+    def _chunks(self, text: str) -> Iterator[tuple[Any, bool]]:
+        """(float samples, starts a sentence) for each clause-sized piece of `text`, in order (a generator): a
+        split voice's slices, or one whole sentence at a time from piper."""
         for piece in clause_pieces(text, self._max_chars):
-            yield from self._voice.synthesize(piece, syn_config=self._syn_config)
+            if self.split is not None:
+                for part in self._voice.voice_slices(piece, self._syn_config):
+                    yield part.samples, part.starts_sentence
+            else:
+                for chunk in self._voice.synthesize(piece, syn_config=self._syn_config):
+                    yield chunk.audio_float_array, True
 
     async def synthesize(self, text: str) -> AsyncIterator[SynthesizedAudio]:
-        """Pieces of `text`, one per sentence, each yielded as soon as piper has produced it."""
+        """Pieces of `text` (a split voice's slices, else whole sentences), each yielded as soon as it is made."""
         if not text.strip():
             return
         loop = asyncio.get_running_loop()
@@ -207,14 +220,16 @@ class PiperSynthesizer:
             except RuntimeError:  # executor already shut down: no step can be running any more
                 gen.close()
 
-    def _piece(self, chunk: Any, text: str) -> SynthesizedAudio:
-        pcm = chunk.audio_int16_bytes
+    def _piece(self, chunk: tuple[Any, bool], text: str) -> SynthesizedAudio:
+        samples, starts_sentence = chunk
+        # as piper's AudioChunk.audio_int16_bytes
+        pcm = np.clip(np.asarray(samples) * 32767.0, -32767.0, 32767.0).astype(np.int16).tobytes()
         trimmed = 0.0
-        if self._trim:
+        if self._trim and starts_sentence:  # a later slice's quiet start is a pause inside the sentence
             pcm, trimmed = trim_leading_silence(
-                pcm, chunk.sample_rate, threshold=self._trim_threshold, keep_ms=self._trim_keep_ms
+                pcm, self.sample_rate_hz, threshold=self._trim_threshold, keep_ms=self._trim_keep_ms
             )
-        return SynthesizedAudio(pcm=pcm, sample_rate_hz=int(chunk.sample_rate), text=text, trimmed_ms=trimmed)
+        return SynthesizedAudio(pcm=pcm, sample_rate_hz=self.sample_rate_hz, text=text, trimmed_ms=trimmed)
 
     def close(self) -> None:
         """Release the worker thread if this synthesizer created it. A background split goes on (start_split)."""
@@ -224,7 +239,7 @@ class PiperSynthesizer:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _split_or_none(model_path: Path, cache_dir: str | Path, *, wait: bool) -> Any:
+def _split_or_none(model_path: Path, config_path: Path, cache_dir: str | Path, *, wait: bool) -> Any:
     """The cached split of the voice; with `wait`, made first if there is none. None without one (with one warning
     when it could not be made)."""
     from toy_runtime.adapters.piper_split import VoiceSplitError, cached_split, split_voice
@@ -232,7 +247,7 @@ def _split_or_none(model_path: Path, cache_dir: str | Path, *, wait: bool) -> An
     if not wait:
         return cached_split(model_path, cache_dir)
     try:
-        return split_voice(model_path, cache_dir)
+        return split_voice(model_path, cache_dir, config_path=config_path)
     except VoiceSplitError as exc:
         log.warning("tts: voicing whole sentences in one pass (more memory for long ones): %s", exc)
         return None

@@ -56,6 +56,9 @@ class SoundDeviceSink:
         self.device_name = ""
         self.underruns = 0  # every PortAudio output underflow, silence included
         self.underruns_while_playing = 0  # those that could be heard: answer audio was queued or playing
+        # pieces of an answer that came after its audio so far had all played (silence was heard in between): a
+        # synthesizer late for its own answer, heard as a stutter inside a sentence or a long pause between two
+        self.gaps_in_answers = 0
         self._max_queued_ms = max_queued_ms
         self._tail_pad_ms = tail_pad_ms
         self._latency = latency
@@ -65,6 +68,8 @@ class SoundDeviceSink:
         # Shared with the callback thread, under _lock:
         self._items: deque[list] = deque()  # [answer_id, bytes, offset]
         self._queued_bytes = 0
+        self._playing_answer: str | None = None  # the answer whose audio the last block ended with
+        self._ran_dry: str | None = None  # the answer whose audio ran out, silence followed, nothing else came yet
         self._play_gen = 0
         self._flush_gen = 0
         self._space_wanted = False
@@ -140,6 +145,7 @@ class SoundDeviceSink:
                 take = min(need - pos, len(data) - off)
                 outdata[pos : pos + take] = data[off : off + take]
                 pos += take
+                self._playing_answer = answer_id
                 if off + take >= len(data):
                     self._items.popleft()
                 else:
@@ -148,6 +154,8 @@ class SoundDeviceSink:
             self._last_block_audible = pos > 0
             if pos < need:
                 outdata[pos:need] = bytes(need - pos)
+                if self._playing_answer is not None:
+                    self._ran_dry, self._playing_answer = self._playing_answer, None
                 self._silence_run = (need - pos) // 2 if pos else self._silence_run + frames
             else:
                 self._silence_run = 0
@@ -233,6 +241,10 @@ class SoundDeviceSink:
                 self._check()
                 with self._lock:
                     if self._queued_bytes < max_bytes:
+                        if i == 0:
+                            if self._ran_dry == answer_id:
+                                self.gaps_in_answers += 1
+                            self._ran_dry = None
                         chunk = data[i : i + piece]
                         self._items.append([answer_id, chunk, 0])
                         self._queued_bytes += len(chunk)
@@ -267,6 +279,7 @@ class SoundDeviceSink:
         with self._lock:
             self._items.clear()
             self._queued_bytes = 0
+            self._playing_answer = self._ran_dry = None
             self._flush_gen += 1
             gen = self._flush_gen
             self._play_gen += 1
@@ -304,12 +317,12 @@ class SoundDeviceSink:
                 await asyncio.to_thread(close_stream, stream)
         finally:
             self._wake_all()
-        if stream is not None and (self.underruns or self.alsa_xruns):
+        if stream is not None and (self.underruns or self.alsa_xruns or self.gaps_in_answers):
             # most happen in the silence between answers (the stream keeps running so an answer starts at once, and
             # its callback may wait for the interpreter lock while the recognizer decodes): said apart, once
-            log.warning("audio output %r: %d underruns (PortAudio; %d while answer audio played) and %d ALSA xrun "
-                        "recoveries while open", self.device_name, self.underruns, self.underruns_while_playing,
-                        self.alsa_xruns)
+            log.warning("audio output %r: %d underruns (PortAudio; %d while answer audio played), %d gaps inside "
+                        "answers and %d ALSA xrun recoveries while open", self.device_name, self.underruns,
+                        self.underruns_while_playing, self.gaps_in_answers, self.alsa_xruns)
 
     @property
     def alsa_xruns(self) -> int:

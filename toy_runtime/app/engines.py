@@ -53,7 +53,8 @@ def build_synthesizer(settings: Settings):
                                    deterministic=settings.tts.deterministic,
                                    threads=settings.tts.threads or None, max_chars=settings.tts.max_chars,
                                    split_cache=settings.voice_cache_dir,
-                                   vocoder_window_frames=settings.tts.vocoder_window_frames)
+                                   vocoder_window_frames=settings.tts.vocoder_window_frames,
+                                   first_slice_frames=settings.tts.first_slice_frames)
     synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
     return synthesizer
 

@@ -217,11 +217,12 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
     stderr_text = stderr_path.read_text(errors="replace")
     meta["stderr_underrun_lines"] = sum("underrun occurred" in line for line in stderr_text.splitlines())
     # the runtime counts them itself and says so once when the speaker closes
-    counted = re.findall(r"(\d+) underruns \(PortAudio(?:; (\d+) while answer audio played)?\) and (\d+) ALSA xrun "
-                         r"recoveries", stderr_text)
-    meta["output_underruns"] = sum(int(a) for a, _, _ in counted)
-    meta["output_underruns_while_playing"] = sum(int(p or 0) for _, p, _ in counted)
-    meta["alsa_xruns"] = sum(int(c) for _, _, c in counted)
+    counted = re.findall(r"(\d+) underruns \(PortAudio(?:; (\d+) while answer audio played)?\)(?:, (\d+) gaps inside "
+                         r"answers)? and (\d+) ALSA xrun recoveries", stderr_text)
+    meta["output_underruns"] = sum(int(a) for a, _, _, _ in counted)
+    meta["output_underruns_while_playing"] = sum(int(p or 0) for _, p, _, _ in counted)
+    meta["gaps_in_answers"] = sum(int(g or 0) for _, _, g, _ in counted)
+    meta["alsa_xruns"] = sum(int(c) for _, _, _, c in counted)
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
     return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
 
