@@ -134,6 +134,8 @@ class AudioConfig(Section):
     capture_block_frames: int = Field(2, ge=1, le=8, description="frames per PortAudio callback: 2 halves idle "
                                       "wake-ups (≈2.5 % vs 3.7 % CPU measured) for ≤ one frame more latency")
     output_block_ms: int = Field(10, ge=5, le=200, description="playback block; flush latency is one block")
+    output_latency_ms: int = Field(0, ge=0, le=500, description="how much sound the device holds ahead (PortAudio's "
+                                   "suggested latency); 0 = the device's low-latency default (20 ms on PulseAudio)")
     pad_silence_ms: int = Field(50, ge=0, le=500)
 
     @field_validator("input_device", "output_device", mode="before")

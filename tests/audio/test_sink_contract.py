@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -101,3 +102,21 @@ async def test_close_resolves_pending_answers_and_rejects_play(make_sink, factor
     assert await pending is None
     with pytest.raises(RuntimeError):
         await sink.play(tone(10, 22050), 22050, "y")
+
+
+@pytest.mark.audio
+async def test_the_output_latency_setting_reaches_the_device(sound_card):
+    """`[audio] output_latency_ms` is how much sound PortAudio keeps ahead on the device: 0 is its low default."""
+    from toy_runtime.app.engines import build_speaker
+    from toy_runtime.config import load_settings
+
+    latencies = []
+    for ms in (0, 40):
+        env = {**os.environ, "TOY_AUDIO__OUTPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_LATENCY_MS": str(ms)}
+        sink = build_speaker(load_settings(env=env))
+        await sink.start()
+        try:
+            latencies.append(sink._stream.latency)
+        finally:
+            await sink.aclose()
+    assert latencies[0] < 0.03 and latencies[1] == pytest.approx(0.04, abs=0.005)

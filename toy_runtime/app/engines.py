@@ -73,7 +73,8 @@ def build_speaker(settings: Settings):
     from ..adapters.sounddevice_io import SoundDeviceSink
 
     a = settings.audio
-    return SoundDeviceSink(device=a.output_device, block_ms=a.output_block_ms, tail_pad_ms=a.pad_silence_ms)
+    return SoundDeviceSink(device=a.output_device, block_ms=a.output_block_ms, tail_pad_ms=a.pad_silence_ms,
+                           latency=a.output_latency_ms / 1000 if a.output_latency_ms else "low")
 
 
 def list_devices():
