@@ -56,6 +56,58 @@ def test_pocketsphinx_transcribes_piper_speech(sphinx, speak16k, phrase):
     assert transcribe(sphinx, speak16k(phrase)) == phrase
 
 
+def test_pocketsphinx_through_its_c_api_hears_what_its_own_decoder_hears(speak16k):
+    """NativeDecoder is the same library with the same configuration, only called without the GIL."""
+    from pocketsphinx import Decoder
+
+    from toy_runtime.adapters.pocketsphinx_native import NativeDecoder
+
+    pcm = speak16k("tell me a story about a dragon") + speak16k("make it a bit louder")
+    heard = []
+    for decoder in (Decoder(loglevel="FATAL", fwdflat=False), NativeDecoder(loglevel="FATAL", fwdflat=False)):
+        decoder.start_utt()
+        for i in range(0, len(pcm), 640):
+            decoder.process_raw(pcm[i:i + 640], False, False)
+        partial = decoder.hyp()
+        decoder.end_utt()
+        final = decoder.hyp()
+        heard.append((getattr(partial, "hypstr", partial), getattr(final, "hypstr", final)))
+    assert heard[0] == heard[1] and "story about a dragon" in heard[1][1]
+
+
+def test_pocketsphinx_decodes_without_holding_the_interpreter(speak16k):
+    """Another thread runs while the decoder works (pocketsphinx's own Decoder holds the GIL throughout: the
+    event loop and the speaker's callbacks stalled for up to 30-40 ms at each utterance's end)."""
+    import threading
+    import time
+
+    from toy_runtime.adapters.pocketsphinx_native import NativeDecoder
+
+    noise = np.random.default_rng(0).normal(0, 3000, 16000 * 4).astype(np.int16).tobytes()  # slow to decode
+    audio = noise + speak16k("play some music")
+    decoder = NativeDecoder(loglevel="FATAL")
+    span: list[float] = []
+
+    def decode() -> None:
+        decoder.start_utt()
+        span.append(time.monotonic())
+        decoder.process_raw(audio, False, False)  # one call: ~1.8 s here
+        span.append(time.monotonic())
+        decoder.end_utt()
+
+    worker = threading.Thread(target=decode)
+    wakeups: list[float] = []
+    worker.start()
+    while worker.is_alive():
+        time.sleep(0.001)
+        wakeups.append(time.monotonic())
+    worker.join()
+    inside = [t for t in wakeups if span[0] < t < span[1]]
+    assert span[1] - span[0] > 0.1
+    # holding the GIL, at most one switch interval (5 ms) of wake-ups could fall inside; without it, hundreds do
+    assert len(inside) >= 50, (len(inside), span[1] - span[0])
+
+
 def test_pocketsphinx_uses_the_model_inside_the_wheel(sphinx):
     import pocketsphinx
 

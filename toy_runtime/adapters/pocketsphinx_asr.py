@@ -11,13 +11,15 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from toy_runtime.adapters.pocketsphinx_native import NativeDecoder
 from toy_runtime.ports.speech import SpeechEngineError
 
 __all__ = ["PocketsphinxRecognizer"]
 
 
 class PocketsphinxRecognizer:
-    """SpeechRecognizer over `pocketsphinx.Decoder` (start_utt / process_raw / end_utt).
+    """SpeechRecognizer over pocketsphinx's decoder (start_utt / process_raw / end_utt), called without the GIL
+    (pocketsphinx_native), so the rest of the runtime goes on while it decodes.
 
     `hmm`, `lm`, `dict` default to the model inside the wheel; `jsgf` (a JSGF grammar string) restricts the
     vocabulary instead of the language model; `decoder_options` go to Decoder() unchanged. With
@@ -42,7 +44,7 @@ class PocketsphinxRecognizer:
         **decoder_options: Any,
     ) -> None:
         try:
-            from pocketsphinx import Decoder
+            import pocketsphinx  # noqa: F401 - the package whose library NativeDecoder calls
         except ImportError as exc:
             raise ImportError(f"pocketsphinx is not installed (pip install pocketsphinx): {exc}") from exc
         options: dict[str, Any] = {"loglevel": "FATAL", "samprate": float(sample_rate_hz), "fwdflat": fwdflat}
@@ -54,15 +56,14 @@ class PocketsphinxRecognizer:
                 options[key] = str(value)
         options.update(decoder_options)
         try:
-            self._decoder = Decoder(**options)
+            self._decoder = NativeDecoder(**options)
             if jsgf is not None:
                 self._decoder.add_jsgf_string("grammar", jsgf)
                 self._decoder.activate_search("grammar")
-        except (RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError, OSError) as exc:
             raise SpeechEngineError("asr-model-failed", f"pocketsphinx could not load: {exc}") from exc
         self.sample_rate_hz = sample_rate_hz
         self._partial_every = int(sample_rate_hz * partial_interval_ms / 1000) * 2  # bytes
-        self._piece_bytes = sample_rate_hz // 100 * 2  # 10 ms
         self._in_utt = False
         self._since_partial = 0
         self._partial = ""
@@ -86,16 +87,12 @@ class PocketsphinxRecognizer:
         """Decode audio; returns the hypothesis when it changed (checked every partial_interval_ms)."""
         if not self._in_utt:
             self.start_utterance()
-        # pocketsphinx holds the GIL while it decodes (measured): feed at most 20 ms per call so the event loop
-        # and PortAudio callbacks get the interpreter between pieces.
-        for i in range(0, len(pcm), self._piece_bytes):
-            self._decoder.process_raw(pcm[i : i + self._piece_bytes], False, False)
+        self._decoder.process_raw(pcm, False, False)  # without the GIL (pocketsphinx_native)
         self._since_partial += len(pcm)
         if self._partial_every <= 0 or self._since_partial < self._partial_every:
             return None
         self._since_partial = 0
-        hyp = self._decoder.hyp()
-        text = hyp.hypstr if hyp is not None else ""
+        text = self._decoder.hyp() or ""
         if text and text != self._partial:
             self._partial = text
             return text
@@ -107,8 +104,7 @@ class PocketsphinxRecognizer:
             return ""
         self._decoder.end_utt()
         self._in_utt = False
-        hyp = self._decoder.hyp()
-        return hyp.hypstr.strip() if hyp is not None else ""
+        return (self._decoder.hyp() or "").strip()
 
     def reset(self) -> None:
         """Abandon the current utterance."""
