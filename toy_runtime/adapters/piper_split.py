@@ -303,7 +303,7 @@ def _make_split(model_path: Path, out_dir: Path, config_path: Path) -> None:
     hop = int(probe.size // 8)
     context = find_context_frames(lambda latent: session.run(None, {latent_name: latent})[0], channels, hop)
     del session
-    peak = reference_peak(_whole_voice(model_path, config_path, onnxruntime))
+    peak = reference_peak(_whole_voice(model_path, config_path))
     sizes = {half: (out_dir / f"{half}.onnx").stat().st_size for half in ("acoustic", "vocoder")}
     record = {"format": _FORMAT, "source": str(model_path), "latent_name": latent_name, "hop_samples": hop,
               "context_frames": context, "reference_peak": round(peak, 6), "sizes": sizes}
@@ -312,16 +312,13 @@ def _make_split(model_path: Path, out_dir: Path, config_path: Path) -> None:
     os.replace(partial, out_dir / _RECORD)
 
 
-def _whole_voice(model_path: Path, config_path: Path, onnxruntime):
+def _whole_voice(model_path: Path, config_path: Path):
     """The voice in one piece (piper.PiperVoice), to hear its raw samples."""
-    from piper import PiperConfig, PiperVoice
+    from piper import PiperVoice
 
-    try:
-        config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError) as exc:
-        raise VoiceSplitError(f"the voice's config {config_path} cannot be read: {exc}") from exc
-    session = onnxruntime.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    return PiperVoice(config=config, session=session)
+    if not config_path.is_file():
+        raise VoiceSplitError(f"the voice's config {config_path} is missing")
+    return PiperVoice.load(model_path, config_path=config_path)
 
 
 def main(argv: list[str] | None = None) -> int:

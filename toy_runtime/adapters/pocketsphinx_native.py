@@ -11,20 +11,17 @@ still resolves the options and the default model, exactly as `Decoder(**options)
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 from typing import Any
 
 __all__ = ["NativeDecoder"]
 
-_LIB: ctypes.CDLL | None = None
 
-
+@functools.cache
 def _library() -> ctypes.CDLL:
     """The extension module of the installed `pocketsphinx` package, with the C API's signatures declared."""
-    global _LIB
-    if _LIB is not None:
-        return _LIB
     import pocketsphinx
 
     found = glob.glob(os.path.join(os.path.dirname(pocketsphinx.__file__), "_pocketsphinx*.so"))
@@ -46,7 +43,6 @@ def _library() -> ctypes.CDLL:
     ):
         function = getattr(lib, name)
         function.restype, function.argtypes = restype, argtypes
-    _LIB = lib
     return lib
 
 
@@ -101,11 +97,8 @@ class NativeDecoder:
 
     def close(self) -> None:
         """Free the decoder (also done when it is collected)."""
-        if self._ps:
-            self._lib.ps_free(self._ps)
-            self._ps = None
-
-    def __del__(self) -> None:
-        ps = getattr(self, "_ps", None)
+        ps, self._ps = getattr(self, "_ps", None), None  # None too when __init__ failed before ps_init
         if ps:
             self._lib.ps_free(ps)
+
+    __del__ = close
