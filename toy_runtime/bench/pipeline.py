@@ -2,8 +2,8 @@
 
 Each benchmark is a script that prints its own table (they also run alone): kernel overhead, text-event parser
 throughput, engines/idle CPU/RSS/start-up on the virtual sound card, the idle CPU of the whole `run` process,
-voice-to-voice latency by stage, MQTT round trips. Needs the repository checkout (the scripts are not installed with the package) and, for the audio and MQTT
-parts, PulseAudio and mosquitto as installed by `.ci/run`.
+voice-to-voice latency by stage, MQTT round trips. Needs the repository checkout (the scripts are not installed
+with the package) and, for the audio and MQTT parts, PulseAudio and mosquitto as installed by `.ci/run`.
 """
 
 from __future__ import annotations
