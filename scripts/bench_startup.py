@@ -9,14 +9,15 @@ Starts the real command on the virtual sound card (headless PulseAudio, as in th
 is loaded), after one discarded cold start that builds the recognizer's dictionary cache in the shared state
 directory, as the first start on a toy does once. For each start it reads the `runtime.ready` and `runtime.warm`
 audit records (milliseconds since the kernel created the process, with the marks in between) and the process's
-VmRSS `--settle` seconds after everything is loaded.
+VmRSS `--settle` seconds after everything is loaded. Every start runs as the toy runs it: with the systemd unit's
+allocator settings (jemalloc when libjemalloc2 is installed) and the ALSA drop-in the toy's install adds
+(configs/alsa/, through ALSA_CONFIG_PATH when this machine lacks it).
 
 With `--idle-seconds S`, each start is then left listening to silence for S seconds and its CPU time over them
 is read from `/proc` (user + system, every thread): idle CPU in % of one core, in total and per thread. Threads
 are named from a `py-spy dump` when py-spy is installed (Python threads by name; PortAudio's callback threads show
-the callback they run), else by their kernel name. The process runs with the systemd unit's allocator settings
-(jemalloc when libjemalloc2 is installed). `--set KEY=VALUE` adds an environment variable to every start (e.g.
-`--set TOY_AUDIO__INPUT_BLOCK_FRAMES=1`); to compare two settings, run the script for each, alternating.
+the callback they run), else by their kernel name. `--set KEY=VALUE` adds an environment variable to every start
+(e.g. `--set TOY_AUDIO__CAPTURE_BLOCK_FRAMES=1`); to compare two settings, run the script for each, alternating.
 
 The package's bytecode is compiled first (`compileall`), as `pip install` does on the toy; with `--no-compile`
 and PYTHONDONTWRITEBYTECODE set, every start also compiles ~120 modules (about +0.3 s here).
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toy_runtime.service.heap import JEMALLOC_ENV, jemalloc_installed  # noqa: E402
+from toy_runtime.testing.alsa import override_installed, toy_alsa_config  # noqa: E402
 from toy_runtime.testing.pulse import VirtualSoundCard  # noqa: E402
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer  # noqa: E402
 from toy_runtime.testing.services import audit_records, end_process  # noqa: E402
@@ -121,6 +123,8 @@ def start_once(card: VirtualSoundCard, state: Path, extra_env: dict[str, str], s
                 "TOY_AUDIO__OUTPUT_DEVICE": "pulse", "MALLOC_ARENA_MAX": "2"})  # as the systemd unit sets it
     if jemalloc_installed():
         env.update(JEMALLOC_ENV)  # the unit's allocator
+    if not override_installed():
+        env["ALSA_CONFIG_PATH"] = str(toy_alsa_config(run_dir))  # the toy's ALSA, as install-pi.sh leaves it
     env.update(extra_env)
     proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

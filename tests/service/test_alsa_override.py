@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from toy_runtime.testing.alsa import toy_alsa_config
+
 REPO = Path(__file__).resolve().parents[2]
 OVERRIDE = REPO / "configs/alsa/99-toy-runtime.conf"
 A52 = Path("/usr/share/alsa/alsa.conf.d/60-a52-encoder.conf")
@@ -21,18 +23,7 @@ LISTING = ("import json, sounddevice, sys; names = [d['name'] for d in sounddevi
 
 def listing(tmp_path: Path, *, override: bool) -> tuple[int, list[str]]:
     """(libavcodec mappings, device names) in a child that lists the audio devices through PortAudio."""
-    conf_d = tmp_path / ("with" if override else "without")
-    conf_d.mkdir()
-    # this machine's drop-ins, less the override itself if the toy's install already put it there
-    for drop_in in Path("/etc/alsa/conf.d").glob("*.conf"):
-        if drop_in.name != OVERRIDE.name:
-            (conf_d / drop_in.name).symlink_to(drop_in.resolve())
-    if override:
-        (conf_d / OVERRIDE.name).write_bytes(OVERRIDE.read_bytes())
-    config = tmp_path / f"{conf_d.name}.alsa.conf"  # not inside conf_d: it would load itself
-    system = Path("/usr/share/alsa/alsa.conf").read_text()
-    assert '"/etc/alsa/conf.d"' in system
-    config.write_text(system.replace('"/etc/alsa/conf.d"', f'"{conf_d}"', 1))
+    config = toy_alsa_config(tmp_path, with_override=override, override=OVERRIDE)
     done = subprocess.run([sys.executable, "-c", LISTING], capture_output=True, text=True, timeout=60,
                           env={"ALSA_CONFIG_PATH": str(config), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..metrics.turns import Turn, load_audit
+from ..testing.alsa import override_installed, toy_alsa_config
 from ..testing.pulse import VirtualSoundCard, start_probe
 from ..testing.scripted_llm import Reply, ScriptedLLMServer
 from ..testing.services import audit_records
@@ -64,6 +65,7 @@ class VoiceBenchConfig:
                             / "toy-runtime" / "bench-voice")
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
     malloc: str = "glibc"  # "jemalloc": the systemd unit's allocator (service/heap.JEMALLOC_ENV), preloaded
+    alsa: str = "machine"  # "toy": with the ALSA drop-in the toy's install adds (testing/alsa.py), if missing here
     session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py)
     python: str | None = None  # the interpreter that runs `toy_runtime run` (None: this one); e.g. a venv with
     # only the core dependencies, to measure the toy's memory without test and debug extras loaded
@@ -77,6 +79,14 @@ def _allocator(pid: int) -> str:
     except OSError:
         return "unknown"
     return "jemalloc" if "libjemalloc" in maps else "glibc"
+
+
+def _codec_libraries_mapped(pid: int) -> bool | None:
+    """True when ALSA's a52 plugin pulled libavcodec into the process (the toy's ALSA drop-in keeps it out)."""
+    try:
+        return "libavcodec" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return None
 
 
 def _rss_mb(pid: int, field: str = "VmRSS") -> float | None:
@@ -118,6 +128,8 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
         from ..service.heap import JEMALLOC_ENV
 
         env.update(JEMALLOC_ENV)
+    if config.alsa == "toy" and not override_installed():
+        env["ALSA_CONFIG_PATH"] = str(toy_alsa_config(state))
     env.update(config.extra_env)
     return env
 
@@ -157,7 +169,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                             "events": config.events, "end_by_level": config.end_by_level and not config.legacy_runtime,
                             "reply_text": config.reply_text, "extra_env": config.extra_env,
                             "session": config.session, "python": config.python or sys.executable,
-                            "malloc": config.malloc}
+                            "malloc": config.malloc, "alsa": config.alsa}
     rss_by_turn: list[float | None] = []
     with VirtualSoundCard() as card, ScriptedLLMServer(stamps) as llm:
         stderr_path = state / "runtime.stderr"
@@ -177,6 +189,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
             meta["rss_loaded_mb"] = _rss_mb(proc.pid)
             meta["rss_loading_peak_mb"] = _rss_mb(proc.pid, "VmHWM")
             meta["allocator"] = _allocator(proc.pid)
+            meta["a52_codec_mapped"] = _codec_libraries_mapped(proc.pid)
             peak_reset = _reset_peak(proc.pid)
             rec = start_probe(card)
             time.sleep(1.0)
