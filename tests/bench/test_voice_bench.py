@@ -184,16 +184,17 @@ def test_a_short_mixed_session_searches_reminds_and_reports_memory(tmp_path):
     from toy_runtime.service.heap import jemalloc_installed
 
     # turns 1 and 3 of the mixed session: a search (on the loopback SearxNG) and a reminder with its time in words;
-    # on the systemd unit's allocator, as the toy runs
+    # on the systemd unit's allocator and with the ALSA drop-in of the toy's install, as the toy runs
     import sys
 
     if not jemalloc_installed():
         unavailable("libjemalloc2 is not installed (the unit's allocator)")
     summary = run_voice_bench(VoiceBenchConfig(turns=3, session="mixed", cache_dir=tmp_path / "cache",
-                                               python=sys.executable, malloc="jemalloc"))
+                                               python=sys.executable, malloc="jemalloc", alsa="toy"))
     meta = summary["meta"]
     assert meta["python"] == sys.executable
     assert meta["malloc"] == "jemalloc" and meta["allocator"] == "jemalloc"  # preloaded, and really mapped
+    assert meta["alsa"] == "toy" and meta["a52_codec_mapped"] is False  # the codec plugin stayed out
     assert meta["search_requests"] >= 1, meta
     assert "knowledge.web.search=succeeded" in meta["event_results"], meta
     assert any(r.startswith("calendar.schedule.create=") for r in meta["event_results"]), meta
