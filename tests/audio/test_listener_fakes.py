@@ -301,3 +301,34 @@ async def test_early_final_at_or_beyond_the_hangover_is_off(early_final_ms):
                                                early_final_ms=early_final_ms)
     assert [e.text for e in events if isinstance(e, Utterance)] == ["hi"]
     assert listener.early_finals == 0 and asr.utterance_ms == pytest.approx([1000.0])
+
+
+class RelaxRecordingSource(ListSource):
+    """A ListSource that can group its frames (ports.audio.RelaxableSource) and records when it was asked to."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.relax_calls: list[tuple[int, bool]] = []  # (frames delivered so far, relaxed)
+
+    def relax_delivery(self, relaxed: bool) -> None:
+        self.relax_calls.append((self.frames_delivered, relaxed))
+
+
+async def test_the_source_groups_frames_only_while_nothing_is_heard():
+    """Relaxed while silent, every frame at once from the first speech frame to the endpoint, relaxed again after;
+    and relaxed while paused."""
+    src = RelaxRecordingSource.from_segments([("silence", 1000), ("speech", 600), ("silence", 1000)],
+                                             clock=lambda: 100.0)
+    listener = Listener(src, ScriptedVAD(), ScriptedASR(["hello"]), CFG)
+    events = await collect(listener, src)
+    await listener.aclose()
+    assert [type(e) for e in events] == [SpeechStart, Utterance]
+    # frame 51 is the first speech frame; 30 speech frames + a 200 ms hangover (10 frames) end at frame 90
+    assert src.relax_calls == [(1, True), (51, False), (90, True)]
+
+    paused = RelaxRecordingSource.from_segments([("speech", 400)], clock=lambda: 100.0)
+    deaf = Listener(paused, ScriptedVAD(), ScriptedASR([]), CFG)
+    deaf.pause()
+    assert await collect(deaf, paused) == []
+    await deaf.aclose()
+    assert paused.relax_calls == [(1, True)]  # speech, but deaf: no frame is needed at once

@@ -126,6 +126,47 @@ async def test_source_stop_start_and_close_end_iteration(sound_card):
     assert len(rest) < 200
 
 
+async def test_a_relaxed_mic_hands_its_frames_over_in_groups_and_loses_none(sound_card):
+    """Relaxed (a listener waiting for speech): frames come RELAXED_DELIVERY_MS at a time, one loop wake-up per
+    group; not relaxed: each callback's two frames at once. Every frame arrives either way, 20 ms apart."""
+    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
+    from toy_runtime.adapters.sounddevice_mic import RELAXED_DELIVERY_MS
+    from toy_runtime.ports.audio import RelaxableSource
+
+    source = SoundDeviceSource("pulse", frame_ms=20, block_frames=2)
+    assert isinstance(source, RelaxableSource)
+    groups: list[int] = []
+    deliver = source._deliver
+
+    def counting(frames):  # the loop-side hand-over: one call per event-loop wake-up
+        groups.append(len(frames))
+        deliver(frames)
+
+    source._deliver = counting
+    source.relax_delivery(True)
+    await source.start()
+    frames = []
+    try:
+        while len(groups) < 6:
+            frames.append(await asyncio.wait_for(source.__anext__(), 2))
+        relaxed_groups = list(groups)
+        source.relax_delivery(False)
+        while len(groups) < len(relaxed_groups) + 12:
+            frames.append(await asyncio.wait_for(source.__anext__(), 2))
+        while not source._queue.empty():
+            frames.append(source._queue.get_nowait())
+        delivered = sum(groups)  # before any await: a hand-over still on its way is not counted
+    finally:
+        await source.aclose()
+    assert min(relaxed_groups) >= RELAXED_DELIVERY_MS // 20, relaxed_groups
+    at_once = groups[len(relaxed_groups) + 1 :]  # the first may carry frames held back before the switch
+    assert at_once and max(at_once) <= 2, groups
+    steps = [b.timestamp_s - a.timestamp_s for a, b in zip(frames, frames[1:])]
+    assert all(s > 0 for s in steps), steps
+    assert len(frames) == delivered and source.overflows == 0
+    assert 0.015 < (frames[-1].timestamp_s - frames[0].timestamp_s) / (len(frames) - 1) < 0.025
+
+
 async def test_playback_is_heard_on_the_speaker_monitor(sound_card, speak, sphinx):
     from toy_runtime.adapters.sounddevice_io import SoundDeviceSink
 

@@ -1,8 +1,8 @@
 """ReopeningSource's stall watchdog: a mic that stops delivering without an error is re-opened, and nothing else is.
 
 These tests pin what the watchdog must and must not treat as a stall: steady frames, a consumer slower than the
-timeout, a stopped mic, a cancelled consumer. The sources are in-memory test doubles of the AudioSource port; the
-real device path is tests/hil/test_recovery.py."""
+timeout, a stopped mic, a cancelled consumer; and that a relaxed delivery is asked of a replaced mic too. The
+sources are in-memory test doubles of the AudioSource port; the real device path is tests/hil/test_recovery.py."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class HandFedSource:
         self.started = self.closed = False
         self.sent = 0
         self.waiting = asyncio.Event()  # a reader is waiting for a frame that has not come
+        self.relaxed = False
+
+    def relax_delivery(self, relaxed: bool) -> None:
+        self.relaxed = relaxed
 
     def feed(self, count: int = 1) -> None:
         for _ in range(count):
@@ -197,3 +201,22 @@ async def test_cancelling_the_consumer_is_a_cancellation_not_a_stall():
     await rig.mic.aclose()
     await asyncio.wait_for(second, 2)
     assert [int.from_bytes(f.pcm[:2], "little") for f in got + again] == [0, 1, 2]
+
+
+async def test_a_relaxed_delivery_is_asked_of_the_replacement_too():
+    rig = Rig()
+    await rig.mic.start()
+    rig.mic.relax_delivery(True)  # a listener waiting for speech
+    assert rig.current.relaxed
+    got: list[AudioFrame] = []
+    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
+    loop = asyncio.get_running_loop()
+    since = loop.time()
+    while not any(e.kind == "recovered" for e in rig.events):  # silent: stalled, replaced
+        assert loop.time() - since < 5, rig.events
+        await asyncio.sleep(0.01)
+    assert len(rig.sources) == 2 and rig.current.relaxed
+    rig.mic.relax_delivery(False)
+    assert not rig.current.relaxed
+    await rig.mic.aclose()
+    await asyncio.wait_for(consumer, 2)

@@ -1,12 +1,14 @@
 """The listening stage: mic frames → VAD → endpointer → streaming ASR → utterances.
 
-Idle listening costs one VAD call per frame. Audio reaches the recognizer only while an utterance is open, and it
-is decoded *while the user speaks* (one dedicated worker thread, calls queued in order), so after the end of
+Idle listening costs one VAD call per frame, and a source that can (ports.audio.RelaxableSource) is asked to hand
+its frames over in groups until the VAD hears speech. Audio reaches the recognizer only while an utterance is open,
+and it is decoded *while the user speaks* (one dedicated worker thread, calls queued in order), so after the end of
 speech only the recognizer's final step remains — and with `early_final_ms` even that runs during the hangover:
 once the utterance has been silent that long, the recognizer is finished early (it needs no more of the tail), and
 when the endpoint then comes the transcript is already there. If speech resumes before the endpoint, the early
-result is dropped and the recognizer hears the whole utterance again from the listener's copy of it. `pause()` makes the listener deaf (half-duplex: the toy does not
-hear itself); frames are still drained from the source so its queue never overflows.
+result is dropped and the recognizer hears the whole utterance again from the listener's copy of it. `pause()`
+makes the listener deaf (half-duplex: the toy does not hear itself); frames are still drained from the source so
+its queue never overflows.
 
 Run `events()` in its own named task and iterate it continuously; hand its events to the session through a
 bounded queue of your own.
@@ -31,7 +33,7 @@ from toy_runtime.audio.endpointer import (
     TooShort,
 )
 from toy_runtime.audio.level import level_db
-from toy_runtime.ports.audio import AudioFrame, AudioSource, VoiceActivityDetector
+from toy_runtime.ports.audio import AudioFrame, AudioSource, RelaxableSource, VoiceActivityDetector
 from toy_runtime.ports.speech import SpeechEngineError, SpeechRecognizer
 
 __all__ = [
@@ -147,6 +149,9 @@ class Listener:
         # then measurable. Default: the source says so with a `live_clock` attribute.
         self._live = bool(getattr(source, "live_clock", False)) if live_source is None else live_source
         self._paused = False
+        # a source that can group its frames is asked to while nothing is heard (fewer loop wake-ups when idle)
+        self._relax = source.relax_delivery if isinstance(source, RelaxableSource) else None
+        self._relaxed = False
         self._pending: deque[Future] = deque()
         self._speech_started_at = 0.0
         self._last_speech_end = 0.0
@@ -198,6 +203,9 @@ class Listener:
                     yield UtteranceDiscarded("paused", self._discarded_ms)
                     self._discarded_ms = None
                 if self._paused:
+                    if self._relax is not None and not self._relaxed:
+                        self._relaxed = True  # deaf: no frame is needed at once
+                        self._relax(True)
                     if self._endpointer.in_speech:
                         speech_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
                         self._abandon()
@@ -209,6 +217,9 @@ class Listener:
                 for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
                     async for out in self._handle(ep_event, frame):
                         yield out
+                if self._relax is not None and self._relaxed != (idle := not (is_speech or self._endpointer.in_speech)):
+                    self._relaxed = idle  # every frame at once from the first speech frame to the endpoint
+                    self._relax(idle)
                 if self._partials:
                     for text in self._harvest():
                         yield PartialTranscript(text)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Literal
 
-from toy_runtime.ports.audio import AudioDeviceError, AudioFrame, AudioSink, AudioSource
+from toy_runtime.ports.audio import AudioDeviceError, AudioFrame, AudioSink, AudioSource, RelaxableSource
 
 __all__ = ["RecoveryEvent", "ReopeningSource", "ReopeningSink", "backoff_delays"]
 
@@ -52,6 +52,11 @@ def backoff_delays(initial_s: float, max_s: float, factor: float = 2.0):
     while True:
         yield delay
         delay = min(delay * factor, max_s)
+
+
+def _relax(source: AudioSource, relaxed: bool) -> None:
+    if isinstance(source, RelaxableSource):
+        source.relax_delivery(relaxed)
 
 
 def _as_device_error(exc: BaseException) -> AudioDeviceError:
@@ -180,6 +185,7 @@ class ReopeningSource:
         self._retired_overflows = 0
         self._recovering = False
         self._down_since: float | None = None
+        self._relaxed = False  # the consumer's delivery wish, given to every replacement too
 
     @property
     def down_s(self) -> float | None:
@@ -205,6 +211,12 @@ class ReopeningSource:
     def overflows(self) -> int:
         """Frames dropped by this and all earlier adapters because the consumer fell behind."""
         return self._retired_overflows + self._inner.overflows
+
+    def relax_delivery(self, relaxed: bool) -> None:
+        """Passed on to the adapter (if it can group its frames: ports.audio.RelaxableSource), now and after every
+        recovery."""
+        self._relaxed = relaxed
+        _relax(self._inner, relaxed)
 
     async def start(self) -> None:
         """Open the device (if needed) and start delivering frames; errors on this call are not retried."""
@@ -280,6 +292,7 @@ class ReopeningSource:
             if fresh is not None:
                 self._inner = fresh
                 self._down_since = None
+                _relax(fresh, self._relaxed)
                 if self._running:  # start() may have come while the replacement was being opened
                     await fresh.start()
         finally:

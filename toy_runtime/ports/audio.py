@@ -81,6 +81,20 @@ class AudioSource(Protocol):
 
 
 @runtime_checkable
+class RelaxableSource(Protocol):
+    """A microphone that can hand its frames over in groups while nobody needs each one at once (optional).
+
+    A listener waiting for speech calls `relax_delivery(True)`: frames may then come ~100 ms at a time (one
+    event-loop wake-up per group instead of one per device callback; idle listening's loop work is mostly those
+    wake-ups). From speech on it calls `relax_delivery(False)`: every frame as soon as it is captured. Frames and
+    their timestamps are the same either way."""
+
+    def relax_delivery(self, relaxed: bool) -> None:
+        """Group frames (True) or hand each over at once (False, the default); takes effect at the next capture."""
+        ...
+
+
+@runtime_checkable
 class AudioSink(Protocol):
     """A speaker with a bounded play queue, interruptible, that reports when each answer starts sounding.
 
