@@ -79,6 +79,11 @@ class Rig:
     def current(self) -> HandFedSource:
         return self.sources[-1]
 
+    def consume(self, hold_s: float = 0.0, name: str = "test-consumer") -> tuple[list[AudioFrame], asyncio.Task]:
+        """The frames a new consumer task collects (holding each `hold_s`), and the task."""
+        got: list[AudioFrame] = []
+        return got, asyncio.create_task(_collect(self.mic, got, hold_s), name=name)
+
 
 async def _collect(mic: ReopeningSource, into: list[AudioFrame], hold_s: float = 0.0) -> None:
     async for frame in mic:
@@ -87,11 +92,20 @@ async def _collect(mic: ReopeningSource, into: list[AudioFrame], hold_s: float =
             await asyncio.sleep(hold_s)  # a consumer busy elsewhere between frames
 
 
+async def until(condition, what: str = "", timeout_s: float = 5.0) -> float:
+    """Wait until `condition()` holds (at most `timeout_s`, then fail with `what`); the seconds it took."""
+    loop = asyncio.get_running_loop()
+    since = loop.time()
+    while not condition():
+        assert loop.time() - since < timeout_s, what or "timed out"
+        await asyncio.sleep(0.005)
+    return loop.time() - since
+
+
 async def test_steady_frames_are_never_taken_for_a_stall():
     rig = Rig(stall_s=0.5)  # long enough that a loaded machine's pause between two frames fed here is not one
     await rig.mic.start()
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
+    got, consumer = rig.consume()
     for _ in range(100):  # frames every 10 ms for twice the stall timeout
         rig.current.feed()
         await asyncio.sleep(0.01)
@@ -105,24 +119,16 @@ async def test_steady_frames_are_never_taken_for_a_stall():
 async def test_a_mic_that_goes_silent_is_reported_stalled_and_replaced():
     rig = Rig()
     await rig.mic.start()
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
+    got, consumer = rig.consume()
     rig.current.feed(3)
-    loop = asyncio.get_running_loop()
-    silent_from = loop.time()
-    while len(rig.sources) < 2:
-        assert loop.time() - silent_from < 5, "the stall was never noticed"
-        await asyncio.sleep(0.01)
-    noticed_after = loop.time() - silent_from
+    noticed_after = await until(lambda: len(rig.sources) >= 2, "the stall was never noticed")
     assert noticed_after >= STALL_S
     lost = [e for e in rig.events if e.kind == "lost"]
     assert [e.code for e in lost] == ["device-stalled"]
     assert rig.sources[0].closed and rig.current.started
-    while not any(e.kind == "recovered" for e in rig.events):
-        await asyncio.sleep(0.01)
+    await until(lambda: any(e.kind == "recovered" for e in rig.events), "no recovery")
     rig.current.feed(2)
-    while len(got) < 5:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(got) >= 5)
     await rig.mic.aclose()
     await asyncio.wait_for(consumer, 2)
     assert len(got) == 5 and not consumer.cancelled()
@@ -134,17 +140,14 @@ async def test_a_consumer_slower_than_the_timeout_is_not_a_stall():
     stall_s = 0.4
     rig = Rig(stall_s=stall_s)
     await rig.mic.start()
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got, hold_s=2 * stall_s), name="test-consumer")
+    got, consumer = rig.consume(hold_s=2 * stall_s)
     for n in range(1, 4):
         rig.current.feed()
-        while len(got) < n:
-            await asyncio.sleep(0.005)
+        await until(lambda: len(got) >= n)
         await rig.current.waiting.wait()  # done with the frame, waiting for the next
         await asyncio.sleep(0.25 * stall_s)
     rig.current.feed()
-    while len(got) < 4:
-        await asyncio.sleep(0.005)
+    await until(lambda: len(got) >= 4)
     await rig.mic.aclose()
     await asyncio.wait_for(consumer, 5)
     assert rig.events == [] and len(rig.sources) == 1
@@ -153,26 +156,18 @@ async def test_a_consumer_slower_than_the_timeout_is_not_a_stall():
 async def test_no_stall_while_stopped_and_the_watchdog_is_back_after_start():
     rig = Rig()
     await rig.mic.start()
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
+    got, consumer = rig.consume()
     rig.current.feed()
-    while not got:
-        await asyncio.sleep(0.01)
+    await until(lambda: got)
     await rig.mic.stop()  # push-to-talk released: silence is expected, however long
     await asyncio.sleep(3 * STALL_S)
     assert rig.events == []
     rig.current.feed()  # the wait that began while stopped ends
-    while len(got) < 2:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(got) >= 2)
     await rig.mic.start()
     rig.current.feed()
-    while len(got) < 3:
-        await asyncio.sleep(0.01)
-    loop = asyncio.get_running_loop()
-    silent_from = loop.time()
-    while not rig.events:  # started again and silent: a stall
-        assert loop.time() - silent_from < 5, "the watchdog did not come back after start()"
-        await asyncio.sleep(0.01)
+    await until(lambda: len(got) >= 3)
+    await until(lambda: rig.events, "the watchdog did not come back after start()")  # started, silent: a stall
     assert rig.events[0].code == "device-stalled"
     await rig.mic.aclose()
     await asyncio.wait_for(consumer, 2)
@@ -181,23 +176,19 @@ async def test_no_stall_while_stopped_and_the_watchdog_is_back_after_start():
 async def test_cancelling_the_consumer_is_a_cancellation_not_a_stall():
     rig = Rig()
     await rig.mic.start()
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
+    got, consumer = rig.consume()
     rig.current.feed()
-    while not got:
-        await asyncio.sleep(0.01)
+    await until(lambda: got)
     await asyncio.sleep(0.5 * STALL_S)
     consumer.cancel()
     with pytest.raises(asyncio.CancelledError):
         await consumer
-    await asyncio.sleep(1.5 * STALL_S)  # the watchdog keeps ticking: it must not cancel anything now
+    await asyncio.sleep(1.5 * STALL_S)  # no wait is open: nothing may be taken for a stall now
     assert rig.events == [] and len(rig.sources) == 1
     # and iterating again later works, frames in order
-    again: list[AudioFrame] = []
-    second = asyncio.create_task(_collect(rig.mic, again), name="test-consumer-2")
+    again, second = rig.consume(name="test-consumer-2")
     rig.current.feed(2)
-    while len(again) < 2:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(again) >= 2)
     await rig.mic.aclose()
     await asyncio.wait_for(second, 2)
     assert [int.from_bytes(f.pcm[:2], "little") for f in got + again] == [0, 1, 2]
@@ -208,13 +199,8 @@ async def test_a_relaxed_delivery_is_asked_of_the_replacement_too():
     await rig.mic.start()
     rig.mic.relax_delivery(True)  # a listener waiting for speech
     assert rig.current.relaxed
-    got: list[AudioFrame] = []
-    consumer = asyncio.create_task(_collect(rig.mic, got), name="test-consumer")
-    loop = asyncio.get_running_loop()
-    since = loop.time()
-    while not any(e.kind == "recovered" for e in rig.events):  # silent: stalled, replaced
-        assert loop.time() - since < 5, rig.events
-        await asyncio.sleep(0.01)
+    got, consumer = rig.consume()
+    await until(lambda: any(e.kind == "recovered" for e in rig.events), "no recovery")  # silent: stalled, replaced
     assert len(rig.sources) == 2 and rig.current.relaxed
     rig.mic.relax_delivery(False)
     assert not rig.current.relaxed
