@@ -208,12 +208,25 @@ class MqttConfig(Section):
     """Firmware bridge connection; disabled while url is None."""
 
     url: str | None = Field(None, description="mqtt://host:1883 or mqtts://host:8883")
-    device_id: str = Field("toy1", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    device_id: str = Field("toy1", description="one MQTT topic level; the rule is the protocol's own "
+                           "(firmware_bridge.protocol.validate_device_id, docs/mqtt.md)")
     username: str | None = None
     password: SecretStr | None = Field(None, description="from the environment only (TOY_MQTT__PASSWORD)")
     ca_file: Path | None = None
     protocol: Literal["5", "3.1.1"] = "5"
     keepalive_s: int = Field(30, ge=5, le=600)
+    @field_validator("device_id")
+    @classmethod
+    def _device_id_is_one_topic_level(cls, value: str) -> str:
+        # One rule, one place: the bridge refuses what this would let through otherwise (and the other way round).
+        from firmware_bridge.protocol import ProtocolError, validate_device_id
+
+        try:
+            return validate_device_id(value)
+        except ProtocolError as exc:
+            raise ValueError(f"{value!r} is not one MQTT topic level: a letter or digit first, then up to 63 of "
+                             "letters, digits, '_', '.', ':' or '-'") from exc
+
     @field_validator("url")
     @classmethod
     def _no_credentials_in_url(cls, value: str | None) -> str | None:

@@ -147,3 +147,35 @@ def test_no_priority_prefix_when_stderr_is_not_the_journal(tmp_path):
     """JOURNAL_STREAM is inherited by children whose stderr went elsewhere: then no prefix."""
     proc = run_cli("config", "check", env=clean_env(tmp_path, TOY_VAD__HANGOVER_MS="5", JOURNAL_STREAM="8:12345"))
     assert proc.returncode == 2 and proc.stderr.startswith("toy-runtime: vad.hangover_ms: ")
+
+
+def test_firmware_sim_help_is_whole_and_every_option_says_what_it_is_for(tmp_path):
+    # The description used to be the docstring's first line, cut mid-sentence ("…as they arrive and").
+    proc = subprocess.run([sys.executable, "-m", "firmware_bridge.simulator", "--help"], capture_output=True,
+                          text=True, env=clean_env(tmp_path, COLUMNS="80"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "sends button presses from the keyboard" in proc.stdout and "exit codes" in proc.stdout
+    lines = proc.stdout.split("options:")[1].splitlines()
+    bare = [line for n, line in enumerate(lines) if re.fullmatch(r"\s{2}--[\w-]+( [A-Z_.]+)?", line)
+            and not (n + 1 < len(lines) and re.match(r"\s{8,}\S", lines[n + 1]))]
+    assert not bare, bare
+
+
+def test_human_lists_have_column_headers_and_turns_print_no_none(tmp_path):
+    events = run_cli("events", "list", env=clean_env(tmp_path))
+    assert events.stdout.splitlines()[0].split()[:2] == ["EVENT", "TOOL"], events.stdout
+    chat = run_cli("chat", input_text="set the volume to 30\n", env=clean_env(tmp_path))
+    assert chat.returncode == 0, chat.stderr
+    turn = [line for line in chat.stdout.splitlines() if "LLM call(s)" in line]
+    assert turn and "None" not in turn[0] and "ttft n/a" in turn[0], chat.stdout
+
+
+def test_schedules_list_has_column_headers(tmp_path):
+    env = clean_env(tmp_path)
+    with ScriptedLLMServer([Reply(text="Okay!<agent_events>calendar.schedule.create</agent_events>")]) as server:
+        created = run_cli("chat", "--llm-base-url", server.url, env=env,
+                          input_text="remind me to feed the cat tomorrow at 7 pm\n")
+    assert created.returncode == 0, created.stderr
+    listed = run_cli("schedules", "list", env=env)
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:3] == ["ID", "STARTS", "REPEAT"] and "feed the cat" in lines[1], listed.stdout

@@ -33,9 +33,14 @@ def render(item: TurnItem, json_lines: bool) -> str | None:
         m = item.metrics
         ttft = (m.get("first_answer") or {}).get("ttft_ms")
         return (f"  · turn {item.turn_id}: {item.llm_calls} LLM call(s), first speech "
-                f"{m.get('first_speech_ms')} ms, ttft {ttft} ms, total {m.get('total_ms')} ms"
+                f"{_ms(m.get('first_speech_ms'))}, ttft {_ms(ttft)}, total {_ms(m.get('total_ms'))}"
                 + (" — session ended" if item.terminated else ""))
     return None
+
+
+def _ms(value: float | int | None) -> str:
+    """A duration for people: "820 ms", or "n/a" when the turn had no such moment (no model call, nothing said)."""
+    return "n/a" if value is None else f"{value:.0f} ms"
 
 
 async def _read_line(stream: TextIO) -> str | None:
