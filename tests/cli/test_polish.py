@@ -216,3 +216,19 @@ def test_ctrl_c_at_the_idle_chat_prompt_exits_at_once(tmp_path):
         os.close(fd)
     assert exit_code == 130, (exit_code, seen)
     assert b"Traceback" not in seen, seen
+
+
+def test_a_dead_llm_endpoint_is_named_once_on_stderr(tmp_path):
+    """A dead --llm-base-url used to exit 0 with nothing on stderr: the owner only heard offline answers."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = run_cli("chat", "--llm-base-url", url, input_text="tell me a story\nand another one\n",
+                   env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "cannot connect to" in line]
+    assert len(said) == 1 and url in said[0] and "offline" in said[0], proc.stderr
+    assert "Traceback" not in proc.stderr
