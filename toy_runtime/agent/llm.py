@@ -352,6 +352,10 @@ class ChatClient:
             raise self._fault(stats, "protocol", _short(str(exc))) from None
         finally:
             stats.finished_at = time.perf_counter()
+        if not hasattr(response, "choices"):
+            # a 200 whose body is no completion (a proxy's HTML page): the SDK hands back the text as it is
+            raise self._fault(stats, "protocol", "the answer is not a chat completion: "
+                              + _short(str(response), 80))
         if response.usage is not None:
             stats.prompt_tokens = response.usage.prompt_tokens or 0
             stats.completion_tokens = response.usage.completion_tokens or 0
