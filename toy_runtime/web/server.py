@@ -41,8 +41,11 @@ class ConsoleServer:
         self.audit = audit
         self.host = host
         self.port = port
-        self.token = token
+        # a blank token is no token: it must never count as one, nor switch the loopback Host check off
+        self.token = (token or "").strip() or None
         self.loopback = loopback
+        if self.token is None and not loopback:
+            raise ValueError(f"the console on {host} is not on loopback and needs a token")
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task] = set()
 
@@ -80,14 +83,14 @@ class ConsoleServer:
     # -- who may ask ---------------------------------------------------------------------------------
 
     def _host_ok(self, request: web.Request) -> bool:
-        if not self.loopback or self.token:
+        if not self.loopback or self.token is not None:
             return True
         host = request.headers.get("Host", "")
         return host in {f"127.0.0.1:{self.port}", f"localhost:{self.port}", f"[::1]:{self.port}",
                         f"{self.host}:{self.port}"}
 
     def _token_ok(self, request: web.Request) -> bool:
-        if not self.token:
+        if self.token is None:
             return True
         given = request.cookies.get(COOKIE) or ""
         auth = request.headers.get("Authorization", "")
@@ -100,7 +103,7 @@ class ConsoleServer:
         peer = request.remote or ""
         if not self._host_ok(request):
             return self._refuse(request, peer, 403, "host not allowed")
-        if self.token and request.method == "GET" and request.path == "/" and "token" in request.query:
+        if self.token is not None and request.method == "GET" and request.path == "/" and "token" in request.query:
             if hmac.compare_digest(request.query["token"].encode(), self.token.encode()):
                 response = web.HTTPFound("/")
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", path="/")
