@@ -95,6 +95,9 @@ class ConsoleListener:
                 pass
         self._tasks.clear()
         self._close_sockets()
+        held = self._budget.take_held(all_windows=True)
+        if held:
+            log.warning("console: %d more lines about failed accepts not written", held)
 
     def _close_sockets(self) -> None:
         for sock in self._sockets:
