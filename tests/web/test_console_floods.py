@@ -13,7 +13,6 @@ import pytest
 from toy_runtime.events import AuditKind, JsonlAudit
 from toy_runtime.events.audit import audit_files
 from toy_runtime.testing.services import audit_records, wait_for
-from toy_runtime.web.refusals import FULL_PER_PEER, FULL_PER_WINDOW, OTHER_PEERS, SUMMARY_PEERS, RefusalLedger
 
 from .conftest import free_port, runtime_env, start
 
@@ -95,6 +94,8 @@ async def _refusal_flood(tmp_path):
         audit.close()
     records = [r for f in audit_files(path) for r in audit_records(f)]
     assert [r["user_text"] for r in records if r["kind"] == "turn.completed"] == [f"real turn {n}" for n in range(50)]
+    from toy_runtime.web.refusals import FULL_PER_PEER
+
     full = [r for r in records if r["kind"] == "console.refused"]
     summaries = [r for r in records if r["kind"] == "console.refused_summary"]
     assert len(full) + len(summaries) <= 2 * (2 * FULL_PER_PEER + 2)  # at most two windows on a slow machine
@@ -116,6 +117,7 @@ class Clock:
 
 def test_the_ledger_caps_full_records_and_peers_and_slows_down_while_a_flood_goes_on():
     from toy_runtime.events import MemoryAudit
+    from toy_runtime.web.refusals import FULL_PER_WINDOW, OTHER_PEERS, SUMMARY_PEERS, RefusalLedger
 
     audit, clock = MemoryAudit(), Clock()
     ledger = RefusalLedger(audit, window_s=60, clock=clock)
