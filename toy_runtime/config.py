@@ -103,6 +103,11 @@ class EventsConfig(Section):
     max_concurrency: int = Field(4, ge=1, le=32)
     batch_deadline_s: float = Field(10.0, gt=0)
     terminal_barrier_s: float = Field(4.0, gt=0, description="how long a terminal event waits for its siblings")
+    idempotency_path: Path | None = Field(None, description="SQLite file of finished results by idempotency key "
+                                          "(a redelivered command applies once, across restarts too); "
+                                          "None = <state_dir>/idempotency.sqlite3")
+    idempotency_ttl_s: float = Field(86400.0, gt=0, description="how long a finished result is remembered")
+    idempotency_max_rows: int = Field(10000, ge=1, le=1_000_000, description="the oldest results beyond this go")
 
 
 class SessionConfig(Section):
@@ -368,6 +373,10 @@ class Settings(BaseSettings):
     @property
     def calendar_path(self) -> Path:
         return self.calendar.path or self.state_dir / "calendar.sqlite3"
+
+    @property
+    def idempotency_path(self) -> Path:
+        return self.events.idempotency_path or self.state_dir / "idempotency.sqlite3"
 
     @property
     def cache_dir(self) -> Path:

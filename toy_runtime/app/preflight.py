@@ -126,6 +126,7 @@ def check_settings(settings: Settings) -> None:
     if settings.audit.enabled:
         check_writable_file(settings.audit_path, "audit.path")
     check_sqlite_file(settings.calendar_path, "calendar.path")
+    check_sqlite_file(settings.idempotency_path, "events.idempotency_path")
     check_existing_file(settings.mqtt.ca_file, "mqtt.ca_file")
     check_voice_files(settings)
     check_asr_model(settings)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import Settings
-from ..events import AuditSink, EventKernel, EventRegistry, JsonlAudit, NullAudit, TeeAudit
+from ..config import ConfigError, Settings
+from ..events import AuditSink, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit, TeeAudit
 from ..host.envelope import HostEventRouter
 from ..ports.calendar import Calendar
 from ..ports.clock import Clock, SystemClock
@@ -53,6 +53,20 @@ def build_calendar(settings: Settings, clock: Clock) -> Calendar:
     from ..adapters.sqlite_calendar import SqliteCalendarStore
 
     return SqliteCalendarStore(settings.calendar_path, clock=clock)
+
+
+def build_idempotency(settings: Settings) -> IdempotencyStore:
+    """The kernel's idempotency on the SQLite file at `[events] idempotency_path`, so a command redelivered after a
+    restart applies once. A file that cannot serve is a ConfigError naming the key (one line, exit 2)."""
+    from ..adapters.sqlite_idempotency import IdempotencyStoreError, SqliteResultStore
+
+    events = settings.events
+    try:
+        results = SqliteResultStore(settings.idempotency_path, max_rows=events.idempotency_max_rows,
+                                    ttl_s=events.idempotency_ttl_s)
+    except IdempotencyStoreError as exc:
+        raise ConfigError(f"events.idempotency_path: {exc} (move it away or choose another file)") from None
+    return IdempotencyStore(results)
 
 
 @dataclass
@@ -109,7 +123,7 @@ class Runtime:
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
                   calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None,
-                  audit_tap: AuditSink | None = None) -> Runtime:
+                  audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
 
     Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
@@ -119,6 +133,9 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
 
     clock = clock or SystemClock()
     closers: list = []
+    if idempotency is None:  # first: a bad file stops the start before anything else is opened
+        idempotency = build_idempotency(settings)
+        closers.append(getattr(idempotency.results, "aclose", lambda: None))
     if audit is None:
         if settings.audit.enabled:
             audit = JsonlAudit(settings.audit_path, max_bytes=settings.audit.max_bytes,
@@ -160,7 +177,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                                first_clause_min_chars=settings.agent.first_clause_min_chars)
         event_agent = EventAgent(chat_client, model=llm.event_model or llm.model, max_tokens=llm.event_max_tokens)
 
-    kernel = EventKernel(registry, audit=audit, fallback=event_agent, max_concurrency=settings.events.max_concurrency,
+    kernel = EventKernel(registry, audit=audit, fallback=event_agent, idempotency=idempotency,
+                         max_concurrency=settings.events.max_concurrency,
                          batch_deadline_s=settings.events.batch_deadline_s,
                          terminal_barrier_s=settings.events.terminal_barrier_s)
     return Runtime(settings=settings, audit=audit, registry=registry, kernel=kernel, mixer=mixer, calendar=calendar,

@@ -5,7 +5,15 @@ from .audit_kinds import AuditKind
 from .continuation import Continuation, aggregate, not_run_lines
 from .definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from .fallback import ArgumentFallback, FallbackAnswer, ScriptedFallback
-from .idempotency import IdempotencyStore, canonical_json, idempotency_key
+from .idempotency import (
+    IdempotencyStore,
+    MemoryResultStore,
+    ResultStore,
+    canonical_json,
+    idempotency_key,
+    result_from_json,
+    result_to_json,
+)
 from .kernel import BatchOutcome, BatchRun, EventKernel
 from .model import (
     EventBatch,

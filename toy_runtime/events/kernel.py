@@ -299,14 +299,11 @@ class BatchRun:
 
         key = idempotency_key(self.session_id, request.turn_id, request.event_id, definition.name, resolved.arguments)
         store = kernel.idempotency
-        earlier = store.get(key)
-        if earlier is None and (flight := store.inflight(key)) is not None:
-            earlier = await asyncio.shield(flight)
+        earlier = await store.claim(key)
         if earlier is not None:
             self.audit.record(AuditKind.EVENT_IDEMPOTENT_REPLAY, event_id=request.event_id, name=definition.name, key=key)
             return replace(earlier, replayed=True)
 
-        store.begin(key)
         result: EventResult | None = None
         try:
             await self._wait_for_turn(slot)
@@ -326,7 +323,7 @@ class BatchRun:
         finally:
             if result is None:  # cancelled (deadline): waiters get a timed-out view, nothing is remembered
                 result = self._result(slot, EventStatus.TIMED_OUT, resolved, key=key, error_code="cancelled")
-            store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
+            await store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
 
     async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:
         """Event id of an earlier same-name request with equivalent normalized arguments, if any."""
