@@ -33,7 +33,7 @@ from ..agent.chat_agent import speakable_rules
 from ..agent.llm import CallStats, LLMFault, ToolCallDeltas
 from ..app.runtime import build_runtime
 from ..config import Settings, load_settings, with_updates
-from ..events import EventResult, MemoryAudit, schema_errors
+from ..events import EventResult, IdempotencyStore, MemoryAudit, schema_errors
 from ..fakes.calendar import MemoryCalendarStore
 from ..fakes.clock import ManualClock
 from ..fakes.device import MemoryMixer
@@ -176,7 +176,8 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
     clock = ManualClock(config.request_time)
     audit = MemoryAudit()
     runtime = build_runtime(settings, mixer=MemoryMixer(), search=StaticSearch(clock=clock),
-                            calendar=MemoryCalendarStore(clock), clock=clock, audit=audit)
+                            calendar=MemoryCalendarStore(clock), clock=clock, audit=audit,
+                            idempotency=IdempotencyStore())  # in memory like the other ports: nothing on disk
     enabled = set(runtime.registry.names)
     timing = None
     if runtime.chat_agent is not None:
