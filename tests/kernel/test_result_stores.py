@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from toy_runtime.adapters.sqlite_idempotency import IdempotencyStoreError, SqliteResultStore
+from toy_runtime.adapters.sqlite_idempotency import MAX_ROW_BYTES, IdempotencyStoreError, SqliteResultStore
 from toy_runtime.events import (
     EventBatch,
     EventKernel,
@@ -143,6 +143,18 @@ async def test_a_full_disk_at_run_time_degrades_to_memory_with_one_warning(tmp_p
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "events.idempotency_path" in warnings[0].getMessage()
         assert "full" in warnings[0].getMessage()
+    finally:
+        store.close()
+
+
+async def test_an_oversized_result_is_kept_in_memory_not_on_disk(tmp_path):
+    store = SqliteResultStore(tmp_path / "idem.sqlite3")
+    try:
+        big = EventResult(event_id="ev_big", name="test.alpha", status=EventStatus.SUCCEEDED,
+                          policy=ResultPolicy.SILENT_SUCCESS, arguments={}, resolution=None,
+                          result={"text": "x" * (MAX_ROW_BYTES + 1)})
+        await store.put("big", big)
+        assert await store.get("big") == big and await store.count() == 0 and not store.degraded
     finally:
         store.close()
 

@@ -39,6 +39,9 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
+# A stored result above this stays in memory only: a row cap alone would still let 10000 large answers (a search's
+# text) take hundreds of MB of a small SD card. Command results are a few hundred bytes.
+MAX_ROW_BYTES = 64 * 1024
 
 
 class IdempotencyStoreError(RuntimeError):
@@ -58,6 +61,7 @@ class SqliteResultStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._memory: MemoryResultStore | None = None  # set once the file failed at run time
+        self._oversize = MemoryResultStore(max_rows=64, ttl_s=ttl_s, clock=clock)  # rows above MAX_ROW_BYTES
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,8 +124,9 @@ class SqliteResultStore:
         return self._memory
 
     async def get(self, key: str) -> EventResult | None:
-        if self._memory is not None and (result := self._memory.get_now(key)) is not None:
-            return result
+        for memory in (self._oversize, self._memory):
+            if memory is not None and (result := memory.get_now(key)) is not None:
+                return result
         cutoff = self._clock() - self.ttl_s
 
         def work(conn: sqlite3.Connection) -> str | None:
@@ -146,6 +151,9 @@ class SqliteResultStore:
             self._memory.put_now(key, result)
             return
         now, text = self._clock(), result_to_json(result)
+        if len(text.encode()) > MAX_ROW_BYTES:
+            self._oversize.put_now(key, result)
+            return
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
