@@ -74,8 +74,11 @@ CASES = {
 
 # ordinary speech that must come through untouched (no hiding at all)
 PLAIN = [
-    ("It is 3.5 meters long, about 1,000 kg, and 3 < 5 at 10:30.", ["It is 3.5 meters long,",
-                                                                    "about 1,000 kg, and 3 < 5 at 10:30."]),
+    ("It is 3.5 meters long, about 1,000 kg, and 3 is less at 10:30.", ["It is 3.5 meters long,",
+                                                                        "about 1,000 kg, and 3 is less at 10:30."]),
+    # `&` alone is no character reference: the voice says "and"
+    ("Cats & dogs play; AT&T rings!", ["Cats & dogs play;", "AT&T rings!"]),
+    ("小猫和小狗，一起玩吧！好不好？", ["小猫和小狗，一起玩吧！", "好不好？"]),
     ("My volume is loud, and the session was fun.", ["My volume is loud,", "and the session was fun."]),
     ("Use snake_case ~5 times - ok?", ["Use snake_case ~5 times - ok?"]),
     ("恐龙很大！它们会下蛋。", ["恐龙很大！", "它们会下蛋。"]),
@@ -162,7 +165,7 @@ def test_plain_text_is_released_at_once_and_markup_prefixes_only_until_ruled_out
     markup = MarkupFilter()
     assert markup.feed("Sure") == [Text("Sure")] and markup.held == ""
     assert markup.feed(" <") == [Text(" ")] and markup.held == "<"  # could become <tool_call>
-    assert markup.feed(" 3") == [Text("< 3")] and markup.held == ""
+    assert markup.feed(" 3") == [Hidden("markup", "<"), Text(" 3")] and markup.held == ""  # a sign, never said
     assert markup.feed(" <tool") == [Text(" ")] and markup.held == "<tool"
     assert markup.feed('_call>{"name"') == [] and markup.held.startswith("<tool_call>")
     markup = MarkupFilter()

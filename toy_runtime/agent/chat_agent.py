@@ -254,7 +254,7 @@ class ChatAgent:
             yield detected
 
 
-_FORMATTING = frozenset({"markdown", "emoji", "tag", "link_url"})  # counted, not recorded one by one
+_FORMATTING = frozenset({"markdown", "emoji", "tag", "markup", "entity", "link_url"})  # counted, not recorded one by one
 
 
 def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRules:

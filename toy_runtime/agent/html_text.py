@@ -1,0 +1,98 @@
+"""Streaming removal of HTML from model text, with the standard library's HTML parser.
+
+`HtmlText` is the first stage of the markup filter. It is fed content deltas and returns, in order, `Text` and
+`Hidden` items: every tag (`<img src=x onerror=alert(1)>`, `</b>`, `<br/>`), comment, declaration and processing
+instruction is hidden, and so is the whole content of `script` and `style`; character references in the text are
+decoded (`&lt;i&gt;` → `<i>`). Decoded text may itself be markup, so the markup filter runs two of these stages in a
+row: what the first decodes, the second parses.
+
+The tool-call block tags (`passthrough`, the markup filter's `BLOCK_TAGS`: `<tool_call>`, `<function=name>`, …) pass through as text, because the
+markup filter hides their blocks whole and recovers the calls written in them.
+
+`html.parser.HTMLParser` already holds a tag split over deltas (`<scr` + `ipt>alert(2)</sc` + `ript>`) until it is
+whole, and text only while a character reference may be cut. What it would hold without end — a `<` that opens no
+tag ("if a<b then …") — is released after `MAX_TAG` characters: that `<` is passed on as text (the markup filter
+decides it) and the rest is parsed again.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from .markup_items import Hidden, Text
+
+MAX_TAG = 200  # characters a `<` may hold text back before it is taken as text; long enough for `<a href="…">`
+
+
+class HtmlText(HTMLParser):
+    """One HTML stage: feed deltas, then `close()` once; each call returns the items it decided, in order."""
+
+    def __init__(self, passthrough: frozenset[str]) -> None:
+        """`passthrough`: tag names (lower-case) passed on as text, not hidden."""
+        super().__init__(convert_charrefs=True)  # references in text are decoded, in attributes never seen
+        self._passthrough = passthrough
+        self._out: list[Text | Hidden] = []
+
+    @property
+    def held(self) -> str:
+        """Text not yet decided (an open tag, a cut reference, or the content of an open script)."""
+        return self.rawdata
+
+    def feed(self, data: str) -> list[Text | Hidden]:  # type: ignore[override]
+        """Consume one delta; return the items it decided."""
+        super().feed(data)
+        while self.cdata_elem is None and len(self.rawdata) > MAX_TAG and self.rawdata.startswith("<"):
+            # not a tag after all: the `<` is text, the rest is parsed again from a clean state
+            rest = self.rawdata[1:]
+            self.reset()
+            self._out.append(Text("<"))
+            super().feed(rest)
+        return self._take()
+
+    def close(self) -> list[Text | Hidden]:
+        """End of stream: what an open script or style still held is hidden (marked unclosed)."""
+        super().close()
+        if self.cdata_elem is not None and self.rawdata:
+            self._out.append(Hidden("script", self.rawdata, unclosed=True))
+        self.reset()
+        return self._take()
+
+    def _take(self) -> list[Text | Hidden]:
+        out, self._out = self._out, []
+        return out
+
+    # -- HTMLParser callbacks ---------------------------------------------------------------------
+
+    def handle_data(self, data: str) -> None:
+        if self.cdata_elem is not None:
+            self._out.append(Hidden("script", data))  # script and style content is code, never words
+        elif data:
+            self._out.append(Text(data))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        raw = self.get_starttag_text() or f"<{tag}>"
+        if tag.split("=", 1)[0] in self._passthrough:  # `<function=name>` parses as one name
+            self._out.append(Text(raw))
+        else:
+            self._out.append(Hidden("tag", raw))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag.split("=", 1)[0] in self._passthrough:
+            self._out.append(Text(f"</{tag}>"))
+        else:
+            self._out.append(Hidden("tag", f"</{tag}>"))
+
+    def handle_comment(self, data: str) -> None:
+        self._out.append(Hidden("tag", f"<!--{data}-->"))
+
+    def handle_decl(self, decl: str) -> None:
+        self._out.append(Hidden("tag", f"<!{decl}>"))
+
+    def handle_pi(self, data: str) -> None:
+        self._out.append(Hidden("tag", f"<?{data}>"))
+
+    def unknown_decl(self, data: str) -> None:
+        self._out.append(Hidden("tag", f"<![{data}]>"))
