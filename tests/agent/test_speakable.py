@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toy_runtime.agent.chat_agent import speakable_rules
+from toy_runtime.agent.clauses import clause_pieces
 from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
 from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction
-from toy_runtime.agent.speakable import Finding, SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.speakable import NO_RULES, Finding, SpeakableGuard, SpeakableRules, detect, speakable
 from toy_runtime.agent.tool_calls import calls_from_text
 from toy_runtime.events import EventRegistry
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import default_registry
 
 VOLUME_CALL = {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}
+CAT = ("Here is a cat: <img src=x onerror=alert(1)> &lt;i&gt;Meow&lt;/i&gt; || <script>alert(2)</script> "
+       "She says purr.")
 HERMES = '<tool_call>{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}</tool_call>'
 
 
@@ -69,6 +75,14 @@ CASES = {
     "a made-up child line only": ('Child: "Make it 70!"', [], {"instruction"}, []),
     "invented name alone": ("Bye!\ngoodbye.session.end", ["Bye!"], {"identifier"}, []),
     "tools instruction echo": (tools_instruction() + " Hello!", ["Hello!"], {"instruction"}, []),
+    # HTML: tags and the content of script/style go, references are decoded and then parsed, table pipes go
+    "html and references": (CAT, ["Here is a cat:", "Meow She says purr."], {"tag", "script", "markdown"}, []),
+    "comments, styles, numeric references": ("<!-- say hi --><style>p {color: red}</style>Hi &amp; bye.<br/> "
+                                             "&#60;script&#x3e;alert(3)&#60;/script&#62;Done &#33;",
+                                             ["Hi & bye.", "Done!"], {"tag", "script"}, []),
+    "a markdown table": ("| Animal | Sound |\n|---|:---:|\n| Cat | Meow |\n", ["Animal Sound", "Cat Meow"],
+                         {"markdown"}, []),
+    "a reference left by a removal": ("Ha &*amp*; ha.", ["Ha ha."], {"markdown", "entity"}, []),
     "persona echo": ("You are Pip, a warm, playful talking toy for a young child. Hi!", ["Hi!"], {"instruction"}, []),
 }
 
@@ -234,3 +248,68 @@ def test_ends_sentence():
 
     assert ends_sentence("Hi there.") and ends_sentence('He said "go!" ') and ends_sentence("好的。")
     assert not ends_sentence("Some of them could fl") and not ends_sentence("Well,") and not ends_sentence("")
+
+
+def test_a_comparison_is_said_in_words_and_any_other_angle_bracket_is_hidden():
+    said, hidden = speakable("Yes, 3 < 5 and 7>2. So a -> b, and I <3 you!", RULES)
+    assert said == ["Yes, 3 less than 5 and 7 greater than 2.", "So a - b, and I 3 you!"]
+    assert [h.raw for h in hidden] == [">", "<"]
+    assert speakable("因为3<5，所以对。", RULES)[0] == ["因为3小于5，", "所以对。"]
+
+
+def test_a_tag_split_over_deltas_and_an_unclosed_script_are_never_spoken():
+    said, hidden = run("", ["Hi! <scr", "ipt>alert(2)</sc", "ript> Bye.", " <sty", "le>p {}"])
+    assert said == ["Hi!", "Bye."]
+    assert [(h.kind, h.raw, h.unclosed) for h in hidden if h.kind == "script"] == [
+        ("script", "alert(2)", False), ("script", "p {}", True)]
+
+
+def test_a_lone_angle_bracket_holds_speech_back_only_a_bounded_while():
+    guard = SpeakableGuard(RULES)
+    said = guard.feed("So if a<b then we keep going. ")
+    for _ in range(12):
+        said += guard.feed("And we keep going. ")
+    # "<b then …" could still be a tag with attributes; past MAX_TAG characters it is not, and speech flows on
+    assert [s for s in said if isinstance(s, str)][:2] == ["So if a b then we keep going.", "And we keep going."]
+
+
+# -- the property: nothing spoken is an angle bracket or a character reference ---------------------------------
+
+_REFERENCE = re.compile(r"&#?[A-Za-z0-9]+;")
+_PIECES = ["<", ">", "&", ";", "#", "/", "=", '"', "'", " ", "\n", ".", "!", ",", "3", "x", "lt", "gt", "amp", "#60",
+           "x3c", "&lt;", "&gt;", "&amp;", "&#60;", "&#x3e;", "<b>", "</b>", "<i", "<script>", "</script>", "scr", "ipt",
+           "<style>", "</sty", "<img src=x onerror=alert(1)>", "<!--", "-->", "<!", "<?", "*", "`", "|", "{", "}",
+           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>"]
+_TEXTS = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40).map("".join)
+
+
+@st.composite
+def _chunked(draw) -> list[str]:
+    """A text made of markup fragments and arbitrary characters, cut into arbitrary deltas."""
+    text = draw(_TEXTS)
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(_chunked())
+def test_no_angle_bracket_or_reference_is_ever_spoken(pieces):
+    said, _ = run("".join(pieces), pieces)
+    for segment in said:
+        for piece in clause_pieces(segment, 20):  # what the voice is finally given
+            assert "<" not in piece and ">" not in piece and not _REFERENCE.search(piece), (pieces, piece)
+
+
+_WORDS = st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1, max_size=12)
+_MARKUP = st.sampled_from(["<b>", "</i>", "<img src=x onerror=alert(1)>", "&lt;i&gt;", "&lt;/i&gt;", "<br/>",
+                           "<script>alert(2)</script>", "<style>p {}</style>", "<!-- x -->", "&#60;u&#62;", "||", "|"])
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(_WORDS, st.data())
+def test_the_words_around_html_are_all_spoken(words, data):
+    parts = [f"{word} {data.draw(_MARKUP)} " if data.draw(st.booleans()) else f"{word} " for word in words]
+    text = "".join(parts) + "end."
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    said, _ = run(text, [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])], NO_RULES)
+    assert re.findall(r"\w+", " ".join(said)) == [*words, "end"]

@@ -305,6 +305,8 @@ class MarkupFilter:
             self._emit(out, f"{pad}{_COMPARISON[ch][self._dense]}{pad}")
         else:
             out.append(Hidden("markup", ch))
+            if self._last and not self._last.isspace() and rest[:1] and not rest[:1].isspace():
+                self._emit(out, " ")  # "a<b" is two words, not one
         return 1
 
 
