@@ -80,6 +80,8 @@ CASES = {
     "comments, styles, numeric references": ("<!-- say hi --><style>p {color: red}</style>Hi &amp; bye.<br/> "
                                              "&#60;script&#x3e;alert(3)&#60;/script&#62;Done &#33;",
                                              ["Hi & bye.", "Done!"], {"tag", "script"}, []),
+    "conditional comments and marked sections": ("Hi <![if !IE]>there<![endif]>, <![ ]]>friend <![CDATA[x]]>.",
+                                                 ["Hi there, friend."], {"tag"}, []),
     "a markdown table": ("| Animal | Sound |\n|---|:---:|\n| Cat | Meow |\n", ["Animal Sound", "Cat Meow"],
                          {"markdown"}, []),
     "a reference left by a removal": ("Ha &*amp*; ha.", ["Ha ha."], {"markdown", "entity"}, []),
@@ -279,7 +281,7 @@ _REFERENCE = re.compile(r"&#?[A-Za-z0-9]+;")
 _PIECES = ["<", ">", "&", ";", "#", "/", "=", '"', "'", " ", "\n", ".", "!", ",", "3", "x", "lt", "gt", "amp", "#60",
            "x3c", "&lt;", "&gt;", "&amp;", "&#60;", "&#x3e;", "<b>", "</b>", "<i", "<script>", "</script>", "scr", "ipt",
            "<style>", "</sty", "<img src=x onerror=alert(1)>", "<!--", "-->", "<!", "<?", "*", "`", "|", "{", "}",
-           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>"]
+           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if", "]]>", "<!DOCTYPE"]
 _TEXTS = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40).map("".join)
 
 

@@ -42,18 +42,33 @@ class HtmlText(HTMLParser):
         """Consume one delta; return the items it decided."""
         if not self.rawdata and self.cdata_elem is None and "<" not in data and "&" not in data:
             return [Text(data)] if data else []  # what the parser would do with plain text, at a quarter of the cost
-        super().feed(data)
+        self._parse(data)
         while self.cdata_elem is None and len(self.rawdata) > MAX_TAG and self.rawdata.startswith("<"):
-            # not a tag after all: the `<` is text, the rest is parsed again from a clean state
-            rest = self.rawdata[1:]
-            self.reset()
-            self._out.append(Text("<"))
-            super().feed(rest)
+            self._not_a_tag()
         return self._take()
+
+    def _parse(self, data: str) -> None:
+        try:
+            super().feed(data)
+        except AssertionError:
+            # the stdlib parser asserts on some malformed declarations (CPython gh-77057); garbled model output
+            # must not end the turn: the `<` it choked on is text
+            self._not_a_tag()
+
+    def _not_a_tag(self) -> None:
+        """The held `<` opens no tag: it is passed on as text and the rest is parsed again from a clean state."""
+        rest = self.rawdata[1:]
+        self.reset()
+        self._out.append(Text("<"))
+        self._parse(rest)
 
     def close(self) -> list[Text | Hidden]:
         """End of stream: what an open script or style still held is hidden (marked unclosed)."""
-        super().close()
+        try:
+            super().close()
+        except AssertionError:  # as in `_parse`
+            self._not_a_tag()
+            super().close()
         if self.cdata_elem is not None and self.rawdata:
             self._out.append(Hidden("script", self.rawdata, unclosed=True))
         self.reset()
@@ -95,6 +110,15 @@ class HtmlText(HTMLParser):
 
     def handle_pi(self, data: str) -> None:
         self._out.append(Hidden("tag", f"<?{data}>"))
+
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        """`<![…`: HTML outside SVG and MathML has no marked sections; like a browser, up to the next `>` is a
+        bogus comment (the stdlib's SGML rules assert on what a model may write, `<![if x]>`)."""
+        end = self.rawdata.find(">", i + 3)
+        if end < 0:
+            return -1
+        self.unknown_decl(self.rawdata[i + 3:end])
+        return end + 1
 
     def unknown_decl(self, data: str) -> None:
         self._out.append(Hidden("tag", f"<![{data}]>"))
