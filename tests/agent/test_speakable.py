@@ -82,6 +82,11 @@ CASES = {
                                              ["Hi & bye.", "Done!"], {"tag", "script"}, []),
     "conditional comments and marked sections": ("Hi <![if !IE]>there<![endif]>, <![ ]]>friend <![CDATA[x]]>.",
                                                  ["Hi there, friend."], {"tag"}, []),
+    # a call block is the markup filter's to read, untouched by the HTML stages
+    "a call whose arguments hold markup": ('Sure! <tool_call>{"name": "web_search", "arguments": {"query": '
+                                           '"is 2<3 &amp; <b>why</b>"}}</tool_call> Bye.', ["Sure!", "Bye."],
+                                           {"tool_call"}, [{"name": "web_search",
+                                                            "arguments": {"query": "is 2<3 &amp; <b>why</b>"}}]),
     "a markdown table": ("| Animal | Sound |\n|---|:---:|\n| Cat | Meow |\n", ["Animal Sound", "Cat Meow"],
                          {"markdown"}, []),
     "a reference left by a removal": ("Ha &*amp*; ha.", ["Ha ha."], {"markdown", "entity"}, []),

@@ -69,7 +69,9 @@ class HtmlText(HTMLParser):
         except AssertionError:  # as in `_parse`
             self._not_a_tag()
             super().close()
-        if self.cdata_elem is not None and self.rawdata:
+        if self.cdata_elem in self._passthrough and self.rawdata:
+            self._out.append(Text(self.rawdata))  # an unclosed call block: the markup filter hides it, marked so
+        elif self.cdata_elem is not None and self.rawdata:
             self._out.append(Hidden("script", self.rawdata, unclosed=True))
         self.reset()
         return self._take()
@@ -81,20 +83,25 @@ class HtmlText(HTMLParser):
     # -- HTMLParser callbacks ---------------------------------------------------------------------
 
     def handle_data(self, data: str) -> None:
-        if self.cdata_elem is not None:
+        if self.cdata_elem is not None and self.cdata_elem not in self._passthrough:
             self._out.append(Hidden("script", data))  # script and style content is code, never words
         elif data:
             self._out.append(Text(data))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        name = tag.split("=", 1)[0]  # `<function=name>` parses as one name
+        self.handle_startendtag(tag, attrs)
+        if name in self._passthrough:
+            # the block is passed on untouched up to its end tag: a call's JSON is the markup filter's to read
+            # ('{"query": "a<b"}' is no tag)
+            self.set_cdata_mode(name)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         raw = self.get_starttag_text() or f"<{tag}>"
-        if tag.split("=", 1)[0] in self._passthrough:  # `<function=name>` parses as one name
+        if tag.split("=", 1)[0] in self._passthrough:
             self._out.append(Text(raw))
         else:
             self._out.append(Hidden("tag", raw))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
         if tag.split("=", 1)[0] in self._passthrough:
