@@ -14,6 +14,7 @@ from toy_runtime.agent.clauses import clause_pieces
 from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
 from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction
 from toy_runtime.agent.speakable import NO_RULES, Finding, SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.text_events import TextEventParser, Visible
 from toy_runtime.agent.tool_calls import calls_from_text
 from toy_runtime.events import EventRegistry
 from toy_runtime.fakes import memory_ports
@@ -286,7 +287,8 @@ _REFERENCE = re.compile(r"&#?[A-Za-z0-9]+;")
 _PIECES = ["<", ">", "&", ";", "#", "/", "=", '"', "'", " ", "\n", ".", "!", ",", "3", "x", "lt", "gt", "amp", "#60",
            "x3c", "&lt;", "&gt;", "&amp;", "&#60;", "&#x3e;", "<b>", "</b>", "<i", "<script>", "</script>", "scr", "ipt",
            "<style>", "</sty", "<img src=x onerror=alert(1)>", "<!--", "-->", "<!", "<?", "*", "`", "|", "{", "}",
-           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if", "]]>", "<!DOCTYPE"]
+           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if", "]]>", "<!DOCTYPE",
+           "<agent_events>", "</agent_events>", "session.terminate"]
 _TEXTS = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40).map("".join)
 
 
@@ -298,10 +300,20 @@ def _chunked(draw) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
 
 
-@settings(max_examples=400, deadline=None, database=None)
-@given(_chunked())
-def test_no_angle_bracket_or_reference_is_ever_spoken(pieces):
-    said, _ = run("".join(pieces), pieces)
+def _through_event_parser(pieces: list[str]) -> list[str]:
+    """dual_agent's path: the text-event parser takes its blocks out first, the guard gets the visible text."""
+    parser, guard, items = TextEventParser(), SpeakableGuard(RULES), []
+    for piece in pieces:
+        items += [out for p in parser.feed(piece) if isinstance(p, Visible) for out in guard.feed(p.text)]
+    items += [out for p in parser.close() if isinstance(p, Visible) for out in guard.feed(p.text)]
+    return [i for i in items + guard.finish() if isinstance(i, str)]
+
+
+@pytest.mark.parametrize("path", ["chat_agent_tools", "dual_agent"])
+@settings(max_examples=300, deadline=None, database=None)
+@given(pieces=_chunked())
+def test_no_angle_bracket_or_reference_is_ever_spoken(path, pieces):
+    said = run("".join(pieces), pieces)[0] if path == "chat_agent_tools" else _through_event_parser(pieces)
     for segment in said:
         for piece in clause_pieces(segment, 20):  # what the voice is finally given
             assert "<" not in piece and ">" not in piece and not _REFERENCE.search(piece), (pieces, piece)
