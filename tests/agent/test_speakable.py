@@ -6,7 +6,7 @@ import random
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toy_runtime.agent.chat_agent import speakable_rules
@@ -287,8 +287,8 @@ _REFERENCE = re.compile(r"&#?[A-Za-z0-9]+;")
 _PIECES = ["<", ">", "&", ";", "#", "/", "=", '"', "'", " ", "\n", ".", "!", ",", "3", "x", "lt", "gt", "amp", "#60",
            "x3c", "&lt;", "&gt;", "&amp;", "&#60;", "&#x3e;", "<b>", "</b>", "<i", "<script>", "</script>", "scr", "ipt",
            "<style>", "</sty", "<img src=x onerror=alert(1)>", "<!--", "-->", "<!", "<?", "*", "`", "|", "{", "}",
-           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if", "]]>", "<!DOCTYPE",
-           "<agent_events>", "</agent_events>", "session.terminate"]
+           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if",
+           "]]>", "<!DOCTYPE", "<agent_events>", "</agent_events>", "session.terminate"]
 _TEXTS = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40).map("".join)
 
 
@@ -310,7 +310,7 @@ def _through_event_parser(pieces: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("path", ["chat_agent_tools", "dual_agent"])
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pieces=_chunked())
 def test_no_angle_bracket_or_reference_is_ever_spoken(path, pieces):
     said = run("".join(pieces), pieces)[0] if path == "chat_agent_tools" else _through_event_parser(pieces)
@@ -324,7 +324,7 @@ _MARKUP = st.sampled_from(["<b>", "</i>", "<img src=x onerror=alert(1)>", "&lt;i
                            "<script>alert(2)</script>", "<style>p {}</style>", "<!-- x -->", "&#60;u&#62;", "||", "|"])
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_WORDS, st.data())
 def test_the_words_around_html_are_all_spoken(words, data):
     parts = [f"{word} {data.draw(_MARKUP)} " if data.draw(st.booleans()) else f"{word} " for word in words]

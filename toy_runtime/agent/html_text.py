@@ -6,8 +6,9 @@ instruction is hidden, and so is the whole content of `script` and `style`; char
 decoded (`&lt;i&gt;` → `<i>`). Decoded text may itself be markup, so the markup filter runs two of these stages in a
 row: what the first decodes, the second parses.
 
-The tool-call block tags (`passthrough`, the markup filter's `BLOCK_TAGS`: `<tool_call>`, `<function=name>`, …) pass through as text, because the
-markup filter hides their blocks whole and recovers the calls written in them.
+The tool-call block tags (`passthrough`, the markup filter's `BLOCK_TAGS`: `<tool_call>`, `<function=name>`, …)
+and everything up to their end tag pass through untouched, because the markup filter hides those blocks whole and
+recovers the calls written in them.
 
 `html.parser.HTMLParser` already holds a tag split over deltas (`<scr` + `ipt>alert(2)</sc` + `ript>`) until it is
 whole, and text only while a character reference may be cut. What it would hold without end — a `<` that opens no

@@ -3,10 +3,10 @@
 `MarkupFilter` is fed content deltas and returns, in order, `Text` that may be spoken and `Hidden` items that must
 not: HTML (two `html_text.HtmlText` stages in front: tags, comments, script and style content; references decoded,
 then parsed again), markdown (emphasis, headings, bullets, rules, quotes, table pipes, code fences, inline code, link
-targets; a link keeps its text), emoji, XML-like tags and the blocks of tool-call tags (`<tool_call>…</tool_call>`, `<tools>…</tools>`,
-`<function=name>…</function>`, `<agent_events>…</agent_events>`, `<think>…</think>`), and anything in braces (a JSON
-object, a list of them, or template-copied doubled braces). Hidden blocks carry the JSON values found inside them
-(decoded with `json`), so a tool call written as text can be recovered by the caller.
+targets; a link keeps its text), emoji, XML-like tags and the blocks of tool-call tags (`<tool_call>…</tool_call>`,
+`<tools>…</tools>`, `<function=name>…</function>`, `<agent_events>…</agent_events>`, `<think>…</think>`), and
+anything in braces (a JSON object, a list of them, or template-copied doubled braces). Hidden blocks carry the JSON
+values found inside them (decoded with `json`), so a tool call written as text can be recovered by the caller.
 
 A `<` or `>` is never released as text: between two numbers it is said in words ("3 less than 5"; "3小于5" in a
 Chinese reply), anywhere else it is hidden.

@@ -1,6 +1,6 @@
 """The speakable-text guard: the one gate every word passes on its way to TTS.
 
-    content deltas ─▶ MarkupFilter (HTML, markup, emoji, tags, JSON, code) ─▶ SpeechSplitter ─▶ segment check ─▶ speech
+    content deltas ─▶ MarkupFilter (HTML, markdown, emoji, tags, JSON, code) ─▶ SpeechSplitter ─▶ segment check ─▶ speech
                                    └─▶ Hidden items (tool calls in them can be recovered by the caller)
 
 The segment check drops what only the registry and the prompts can recognise: registered event and tool names
