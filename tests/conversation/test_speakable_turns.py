@@ -182,7 +182,16 @@ async def test_html_in_a_streamed_reply_never_reaches_the_speaker(mode, chunk_si
     for needle in ("<", ">", "&", "|", "img", "onerror", "alert", "script"):
         assert needle not in spoken
     spoken_is_clean(h, turn)
-    # what was removed is on the record: the script's content one by one, the tags counted
-    assert [r["raw"] for r in h.audit.of("chat.text_hidden") if r["hidden"] == "script"] == ["alert(2)"]
+    # what was removed is on the record, counted in one record per reply however many elements there were
     [stripped] = h.audit.of("chat.markup_stripped")
-    assert stripped["counts"]["tag"] == 5
+    assert stripped["counts"]["tag"] == 5 and stripped["counts"]["script"] == 1
+
+
+async def test_a_flood_of_html_is_one_audit_record_and_no_words(llm_server, make_harness):
+    llm_server.add(Reply(text="Hi!" + "<script>alert(1)</script><b>&lt;i&gt;</b>" * 50, chunk_size=7))
+    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    turn = await h.turn("hello")
+    assert turn.speech(answer=1) == ["Hi!"]
+    assert h.audit.of("chat.text_hidden") == []  # never one record per element
+    [stripped] = h.audit.of("chat.markup_stripped")
+    assert stripped["counts"] == {"script": 50, "tag": 250}
