@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from toy_runtime.agent.chat_agent import speakable_rules
 from toy_runtime.agent.clauses import clause_pieces
-from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
+from toy_runtime.agent.html_text import HtmlText
+from toy_runtime.agent.markup import BLOCK_TAGS, Hidden, MarkupFilter, Text, json_values
 from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction
 from toy_runtime.agent.speakable import NO_RULES, Finding, SpeakableGuard, SpeakableRules, detect, speakable
 from toy_runtime.agent.text_events import TextEventParser, Visible
@@ -332,3 +333,16 @@ def test_the_words_around_html_are_all_spoken(words, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
     said, _ = run(text, [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])], NO_RULES)
     assert re.findall(r"\w+", " ".join(said)) == [*words, "end"]
+
+
+def test_a_parser_assertion_hides_what_it_held_and_parsing_goes_on():
+    from _markupbase import ParserBase
+
+    class StdlibMarkedSections(HtmlText):  # the stdlib's own rules, which assert on `<![ x]>`
+        parse_marked_section = ParserBase.parse_marked_section
+
+    stage = StdlibMarkedSections(frozenset(BLOCK_TAGS))
+    items = stage.feed("Hi <![ x]> there") + stage.feed(" <b>friend</b>") + stage.close()
+    assert [i.text for i in items if isinstance(i, Text)] == ["Hi ", " ", "friend"]
+    confused, *tags = [i for i in items if isinstance(i, Hidden)]
+    assert confused.raw.endswith("<![ x]> there") and confused.unclosed and [t.raw for t in tags] == ["<b>", "</b>"]

@@ -52,9 +52,16 @@ class HtmlText(HTMLParser):
         try:
             super().feed(data)
         except AssertionError:
-            # the stdlib parser asserts on some malformed declarations (CPython gh-77057); garbled model output
-            # must not end the turn: the `<` it choked on is text
-            self._not_a_tag()
+            self._confused()
+
+    def _confused(self) -> None:
+        """The stdlib parser asserted (it does on some malformed declarations; `parse_marked_section` below covers
+        the one known to us): garbled model output must not end the turn. Where it stopped is unknown, so what it
+        held is hidden (its raw may start with text already passed on), never spoken twice or as markup, and
+        parsing starts afresh."""
+        held = self.rawdata
+        self.reset()
+        self._out.append(Hidden("tag", held, unclosed=True))
 
     def _not_a_tag(self) -> None:
         """The held `<` opens no tag: it is passed on as text and the rest is parsed again from a clean state."""
@@ -67,9 +74,8 @@ class HtmlText(HTMLParser):
         """End of stream: what an open script or style still held is hidden (marked unclosed)."""
         try:
             super().close()
-        except AssertionError:  # as in `_parse`
-            self._not_a_tag()
-            super().close()
+        except AssertionError:
+            self._confused()
         if self.cdata_elem in self._passthrough and self.rawdata:
             self._out.append(Text(self.rawdata))  # an unclosed call block: the markup filter hides it, marked so
         elif self.cdata_elem is not None and self.rawdata:

@@ -294,7 +294,6 @@ class MarkupFilter:
         self._emit(out, ch)  # a single "~"
         return 1
 
-
     def _comparison(self, out: list[Text | Hidden], final: bool) -> int | None:
         """A `<` or `>` that is no tag: between two numbers ("3 < 5") it is said in words, anywhere else it is a
         markup character ("->", "<3") and hidden; never spoken as a sign."""
