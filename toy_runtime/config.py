@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
 from .config_values import check_url as _check_url, literal_from_text
+from .system_zone import system_timezone
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
 
@@ -106,7 +107,8 @@ class EventsConfig(Section):
 class SessionConfig(Section):
     """Conversation/session behaviour."""
 
-    timezone: str = "UTC"
+    timezone: str = Field(default_factory=system_timezone,
+                          description="IANA zone; default: the device's own (TZ, else /etc/localtime)")
     idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
     barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
     listen_mode: Literal["always", "push_to_talk"] = "always"
@@ -325,7 +327,7 @@ class Settings(BaseSettings):
     llm: LLMConfig = LLMConfig()
     agent: AgentConfig = AgentConfig()
     events: EventsConfig = EventsConfig()
-    session: SessionConfig = SessionConfig()
+    session: SessionConfig = Field(default_factory=SessionConfig)  # its zone is read when settings are built
     audio: AudioConfig = AudioConfig()
     vad: VadConfig = VadConfig()
     asr: AsrConfig = AsrConfig()
@@ -433,7 +435,8 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
     try:
         if env is not None:
             os.environ.clear()
-            os.environ.update(env)
+            # TZ is the process's zone, not a TOY_ setting: a given `env` replaces the settings, not the zone
+            os.environ.update({"TZ": saved["TZ"]} if "TZ" in saved else {}, **env)
         Settings._toml_data = data
         try:
             settings = Settings(**overrides)
