@@ -251,6 +251,25 @@ class CalendarConfig(Section):
     path: Path | None = Field(None, description="SQLite file; None = <state_dir>/calendar.sqlite3")
     max_late_s: int = Field(600, ge=0, description="reminders later than this after downtime are recorded as missed")
     reminder_style: Literal["template", "chat_agent"] = "template"
+    # a part of day said without an hour ("tomorrow morning", "明天早上") is this household time, said back in the
+    # confirmation, instead of a "what time?" question (plugins/timeparse.py; defaults: DEFAULT_DAYPARTS there)
+    morning: str = Field("08:00", description="HH:MM for 'morning' / 早上 / 上午 without an hour")
+    afternoon: str = Field("15:00", description="HH:MM for 'afternoon' / 下午 without an hour")
+    evening: str = Field("18:00", description="HH:MM for 'evening' / 晚上 without an hour")
+    tonight: str = Field("20:00", description="HH:MM for 'tonight' / 今晚 without an hour")
+
+    @field_validator("morning", "afternoon", "evening", "tonight")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        if not re.fullmatch(r"(?:[01]?\d|2[0-3]):[0-5]\d", value.strip()):
+            raise ValueError(f"{value!r} is not a time of day HH:MM (24-hour clock, e.g. \"08:00\")")
+        return value.strip()
+
+    def dayparts(self) -> dict[str, tuple[int, int]]:
+        """{"morning": (8, 0), …}: the part-of-day times as (hour, minute)."""
+        return {name: (int(v.split(":")[0]), int(v.split(":")[1]))
+                for name, v in (("morning", self.morning), ("afternoon", self.afternoon),
+                                ("evening", self.evening), ("tonight", self.tonight))}
 
 
 class SearchConfig(Section):

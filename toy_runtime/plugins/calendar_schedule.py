@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Mapping
 
 from ..events.definition import EventDefinition, ExecutionContext, Resolution, ResolveContext
@@ -21,7 +22,9 @@ from .repeats import parse_recurrence, parse_reminder_offset
 from ..language import has_cjk
 from .text import blank_spans, collapse_spaces, wants_chinese
 from .timeparse import (
+    DEFAULT_DAYPARTS,
     WEEKDAY_CODES,
+    DayParts,
     is_after,
     localize,
     normalize_text,
@@ -188,7 +191,8 @@ def _reminder(raw: Any) -> int:
     return raw
 
 
-def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime | None, str | None]:
+def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays,
+           dayparts: DayParts) -> tuple[datetime | None, str | None]:
     """A proposed start → (aware datetime, None) | (None, day phrase of a vague value)."""
     zone = zone_of(tz)
     if isinstance(raw, datetime):
@@ -201,7 +205,7 @@ def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime |
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             return None, None  # a date without a time: ask for the time
         raise _Invalid("invalid_time", f"start_at {text!r} is not an RFC3339 date-time")
-    match = parse_when(text, ctx.request_time, tz, weekdays=weekdays)
+    match = parse_when(text, ctx.request_time, tz, weekdays=weekdays, dayparts=dayparts)
     return match.when, match.day_phrase
 
 
@@ -251,7 +255,7 @@ def _stated_title(text: str) -> bool:
     return bool(_EN_MARKER.search(text) or _EN_WAKE.search(text) or _ZH_MARKER.search(text))
 
 
-def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
+def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext, dayparts: DayParts):
     """What the child's words say: (text, recurrence, reminder, spans, time match).
 
     The earlier request and the answer are read as one request; when together they are not precise (the answer
@@ -263,18 +267,21 @@ def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
         recurrence, rec_spans = parse_recurrence(text)
         reminder, rem_spans = parse_reminder_offset(text)
         spoken = parse_when(blank_spans(text, rec_spans + rem_spans), ctx.request_time, tz,
-                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None)
+                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None,
+                            dayparts=dayparts)
         readings.append((text, recurrence, reminder, rec_spans + rem_spans + spoken.spans, spoken))
         if spoken.found:
             break
     return next((r for r in readings if r[4].found), readings[0])
 
 
-def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext, *,
+            dayparts: DayParts = DEFAULT_DAYPARTS) -> Resolution:
     """The child's words first; proposed values fill only what the words leave open; no time said → ask.
 
-    - Time: a time the child said wins over any proposed `start_at`. When the child said no time, or only a vague
-      one ("tomorrow morning", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
+    - Time: a time the child said wins over any proposed `start_at`; a part of day without an hour ("tomorrow
+      morning") is the household's time for it (`dayparts`). When the child said no time, or only a vague one
+      ("tomorrow", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
       call or EventAgent answer) is never accepted, because both invocation modes must give the same result and
       a guessed time is a side effect the child did not ask for. Without any words (a structured command from
       `events resolve` or a remote client) the proposed `start_at` is the request.
@@ -294,7 +301,7 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
     args: dict[str, Any] = {"timezone": tz}
 
     earlier = _answered_request(ctx) if utterance else ""
-    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx)
+    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx, dayparts)
     chinese = has_cjk(title_given) or wants_chinese(text, ctx.locale)
     try:
         if recurrence is None and "recurrence" in given:
@@ -304,7 +311,7 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
         if utterance:
             when, day_phrase, vague = spoken.when, spoken.day_phrase, spoken.vague
         elif "start_at" in given:
-            when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence))
+            when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence), dayparts)
             vague = True  # a proposed value that is not a precise time was meant to be one
         else:
             when, day_phrase, vague = None, None, False
@@ -350,8 +357,8 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
     return Resolution(arguments=args)
 
 
-def definition(store: CalendarStore) -> EventDefinition:
-    """The plugin definition bound to a CalendarStore port."""
+def definition(store: CalendarStore, *, dayparts: DayParts = DEFAULT_DAYPARTS) -> EventDefinition:
+    """The plugin definition bound to a CalendarStore port and the household's part-of-day times."""
 
     async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
         request = ScheduleRequest(
@@ -370,7 +377,7 @@ def definition(store: CalendarStore) -> EventDefinition:
         tool_name=TOOL_NAME,
         description="Create a reminder or calendar entry at a specific future time, optionally repeating.",
         schema=SCHEMA,
-        resolver=resolve,
+        resolver=partial(resolve, dayparts=dayparts),
         handler=handle,
         result_policy=ResultPolicy.TEMPLATE_FOLLOW_UP,
         llm_fallback=True,
