@@ -234,12 +234,12 @@ def test_title_extraction():
 
 
 def test_confirmation_templates():
-    assert confirmation(BRUSH, {}) == "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
+    assert confirmation(BRUSH, {}) == "OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM."
     zh = {**BRUSH, "title": "刷牙"}
     assert confirmation(zh, {}) == "好的，12月1日 上午7:00 提醒你：刷牙。"
     assert confirmation({**BRUSH, "start_at": "2026-12-01T19:05:00+08:00"}, {}).endswith("at 7:05 PM.")
     assert confirmation({**BRUSH, "recurrence": {"frequency": "weekly", "days": ["MO", "WE"]}}, {}) == \
-        "OK, I'll remind you to brush my teeth every Monday and Wednesday at 7:00 AM, starting Tuesday, December 1."
+        "OK, I'll remind you to brush your teeth every Monday and Wednesday at 7:00 AM, starting Tuesday, December 1."
     assert confirmation({**zh, "recurrence": {"frequency": "daily"}}, {}) == "好的，每天 上午7:00 提醒你：刷牙（从12月1日开始）。"
 
 
@@ -250,7 +250,7 @@ async def test_create_through_kernel_speaks_the_confirmation(kernel, ports):
     result = outcome.results[0]
     assert result.status is EventStatus.SUCCEEDED and result.result["created"] is True
     assert result.result["title"] == "brush my teeth" and result.result["start_at"] == "2026-12-01T07:00:00+08:00"
-    assert outcome.continuation.lines == ("OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM.",)
+    assert outcome.continuation.lines == ("OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM.",)
     assert not outcome.continuation.needs_llm
     entries = await ports.calendar.list()
     assert len(entries) == 1 and entries[0].idempotency_key == result.idempotency_key

@@ -9,7 +9,7 @@ from toy_runtime.fakes.clock import ManualClock
 
 from .helpers import SH_NOW, request, run
 
-CONFIRM = "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
+CONFIRM = "OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM."
 CASES = [
     # (event name, tool name, proposed args, utterance, status, lines, terminate, follow-up count)
     ("session.terminate", "terminate_session", None, "bye bye", EventStatus.SUCCEEDED, (), True, 0),
