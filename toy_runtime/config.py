@@ -80,7 +80,7 @@ class AgentConfig(Section):
     history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
     fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"
     offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
-    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye requests without the LLM")
+    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye/reminder requests without the LLM")
     first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
     holding_cue_after_s: float = Field(
         1.5, gt=0, description="when nothing was spoken this long after the end of the child's speech, one short "

@@ -255,6 +255,44 @@ def _stated_title(text: str) -> bool:
     return bool(_EN_MARKER.search(text) or _EN_WAKE.search(text) or _ZH_MARKER.search(text))
 
 
+# "remind me (tomorrow) to …", "set a reminder", "wake me up": a reminder request, not "remind me what pandas eat"
+_EN_GATE_MARKER = re.compile(
+    r"\b(?:remind|ping|alert)\s+me\b(?!\s+(?:what|how|who|why|where|which|when|if|whether)\b)"
+    r"|\b(?:set|make|create|add|put)\s+(?:up\s+)?(?:a|an|my)?\s*(?:reminder|alarm)\b"
+    r"|\bdon'?t\s+let\s+me\s+forget\b|\bwake\s+me(?:\s+up)?\b", re.IGNORECASE)
+_TITLE_QUESTION = re.compile(r"remind you about|提醒你什么")
+# a request joined on before "remind me" ("turn it down and remind me to …"): the sentence asks for two things
+_EN_JOINED_BEFORE = re.compile(r"\b(?:and|then|also)\b", re.IGNORECASE)
+_ZH_JOINED_BEFORE = re.compile(r"然后|还有|并且|再")
+
+
+def gate_match(ctx: ResolveContext) -> bool:
+    """True for a clear reminder request the resolver handles without a model, so that offline the toy makes the
+    schedule (or asks its one question) instead of saying it cannot think.
+
+    Clear: the utterance states the reminder ("remind me to …", "提醒我…", "wake me up …", "don't let me forget …")
+    and asks for nothing else before or after it, or it answers this plugin's own question with a time ("at 5 pm").
+    A sentence that also asks for something else is left to the model (offline: the offline line), so no part of it
+    is silently dropped.
+    """
+    s = normalize_text(ctx.utterance).strip()
+    if not s:
+        return False
+    if _answered_request(ctx):
+        if _TITLE_QUESTION.search(normalize_text(ctx.history[-1].get("content", ""))):
+            return True  # "What should I remind you about?" → "feeding the fish"
+        try:
+            return bool(parse_when(s, ctx.request_time, ctx.timezone).spans)
+        except ValueError:  # an unknown session zone: the resolver reports it, the gate does not guess
+            return False
+    chinese = has_cjk(s)
+    marker = (_ZH_MARKER if chinese else _EN_GATE_MARKER).search(s)
+    if marker is None:
+        return False
+    joined = (_ZH_JOINED_BEFORE if chinese else _EN_JOINED_BEFORE).search(s[:marker.start()])
+    return joined is None and _first_request(s) == s
+
+
 def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext, dayparts: DayParts):
     """What the child's words say: (text, recurrence, reminder, spans, time match).
 
@@ -388,4 +426,7 @@ def definition(store: CalendarStore, *, dayparts: DayParts = DEFAULT_DAYPARTS) -
         success_template=confirmation,
         failure_template=failure_line,
         tags=frozenset({"builtin", "calendar"}),
+        # offline (or after a failed model call) a clear reminder request is still made; what is said is the
+        # resolver's question or, once stored, the confirmation, so the gate speaks nothing of its own before it
+        gate_match=gate_match,
     )
