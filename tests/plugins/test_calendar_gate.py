@@ -1,6 +1,7 @@
 """Offline (no LLM endpoint, or a failed model call), a clear reminder request is handled by the calendar resolver
 through the offline gate — made and confirmed, or its one question asked — instead of "I can't think right now".
-Unit cases of `gate_match` here; the whole path through a real `toy-runtime chat` in tests/cli/test_offline_reminders.py."""
+Unit cases of `gate_match` here; the whole path through a real `toy-runtime chat` in
+tests/cli/test_offline_reminders.py."""
 
 from __future__ import annotations
 
