@@ -32,8 +32,10 @@ def test_a_configured_zone_still_wins(tmp_path):
     assert load_settings(env=env).session.timezone == "Asia/Tokyo"
 
 
-def test_a_tz_that_names_no_zone_falls_back_to_the_system_files(monkeypatch):
-    monkeypatch.setenv("TZ", "CST-8")  # a POSIX rule, not an IANA name: never a crash, never a made-up zone
+@pytest.mark.parametrize("tz", ["CST-8", "Mars/Olympus", "/usr/share/zoneinfo/../../../etc/passwd", ":"])
+def test_a_tz_that_names_no_zone_falls_back_to_the_system_files(monkeypatch, tz):
+    # a POSIX rule, a made-up name, a path out of the zone database: never a crash, never a made-up zone
+    monkeypatch.setenv("TZ", tz)
     zone = system_timezone()
     monkeypatch.delenv("TZ")
     assert zone == system_timezone()
