@@ -23,6 +23,8 @@ from .config_values import check_url as _check_url, literal_from_text
 from .system_zone import system_timezone
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
+MIN_WEB_TOKEN_CHARS = 16  # ~96 bits from token_urlsafe: not guessable over a home network
+MAKE_WEB_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
 
 DEFAULT_PERSONA = (
     "You are Pip, a warm, playful talking toy for a young child. Answer in one to three short, simple sentences "
@@ -305,7 +307,14 @@ class WebConfig(Section):
     listen: str | None = Field(None, description="HOST:PORT to serve the console on, e.g. 127.0.0.1:8088")
     token: SecretStr | None = Field(None, validate_default=True,
                                     description="from the environment only (TOY_WEB__TOKEN); required for a "
-                                                "non-loopback address")
+                                                f"non-loopback address, at least {MIN_WEB_TOKEN_CHARS} characters "
+                                                "there; an empty or blank one is no token")
+    header_timeout_s: float = Field(10.0, gt=0, le=300,
+                                    description="a connection that has not sent a whole request within this long "
+                                                "of opening (or of its last answer) is closed")
+    max_connections: int = Field(128, ge=4, le=4096,
+                                 description="open console connections at most; at the cap the oldest that has not "
+                                             "sent a whole request or was refused is closed first")
 
     @field_validator("listen")
     @classmethod
@@ -319,13 +328,23 @@ class WebConfig(Section):
     @field_validator("token")
     @classmethod
     def _token_off_loopback(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        text = value.get_secret_value().strip() if value is not None else ""
+        # `TOY_WEB__TOKEN=` (a blank line in secrets.env) is no token: it must never count as one
+        value = SecretStr(text) if text else None
         listen = info.data.get("listen")
-        if value is None and listen is not None:
-            from .config_values import is_loopback, parse_listen
+        if listen is None:
+            return value
+        from .config_values import is_loopback, parse_listen
 
-            if not is_loopback(parse_listen(listen)[0]):
-                raise ValueError(f"required to serve the console on {listen}, which is not a loopback address "
-                                 "(set TOY_WEB__TOKEN)")
+        if is_loopback(parse_listen(listen)[0]):
+            return value
+        if value is None:
+            raise ValueError(f"required to serve the console on {listen}, which is not a loopback address (set "
+                             f"TOY_WEB__TOKEN; an empty one is no token), make one with: {MAKE_WEB_TOKEN}")
+        if len(text) < MIN_WEB_TOKEN_CHARS:
+            raise ValueError(f"too short ({len(text)} characters) to guard the console on {listen}, which is not "
+                             f"a loopback address: use at least {MIN_WEB_TOKEN_CHARS}, make one with: "
+                             f"{MAKE_WEB_TOKEN}")
         return value
 
 

@@ -3,6 +3,7 @@ texts, library warnings on stderr in every command, journald priorities. Real su
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -179,3 +180,55 @@ def test_schedules_list_has_column_headers(tmp_path):
     listed = run_cli("schedules", "list", env=env)
     lines = listed.stdout.splitlines()
     assert lines[0].split()[:3] == ["ID", "STARTS", "REPEAT"] and "feed the cat" in lines[1], listed.stdout
+
+
+def test_ctrl_c_at_the_idle_chat_prompt_exits_at_once(tmp_path):
+    """Ctrl-C at the prompt hung until Enter: a readline blocked in the loop's executor held up asyncio.run's exit.
+    Driven through a real terminal (a pty), as a person types it."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on the pty's terminal
+        os.execve(sys.executable, [sys.executable, "-m", "toy_runtime", "chat"], clean_env(tmp_path))
+    seen = b""
+    exit_code = None
+    try:
+        deadline = time.monotonic() + 120  # a safety net for a slow start, not the thing measured
+        while b"Ctrl-D to quit" not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                seen += os.read(fd, 4096)
+        assert b"Ctrl-D to quit" in seen, seen
+        os.write(fd, b"\x03")  # the terminal turns it into SIGINT for the foreground process
+        deadline = time.monotonic() + 60  # hung = never; nothing else is typed that could release it
+        while exit_code is None and time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exit_code = os.waitstatus_to_exitcode(status)
+            elif select.select([fd], [], [], 0.2)[0]:
+                with contextlib.suppress(OSError):
+                    seen += os.read(fd, 4096)
+    finally:
+        if exit_code is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert exit_code == 130, (exit_code, seen)
+    assert b"Traceback" not in seen, seen
+
+
+def test_a_dead_llm_endpoint_is_named_once_on_stderr(tmp_path):
+    """A dead --llm-base-url used to exit 0 with nothing on stderr: the owner only heard offline answers."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = run_cli("chat", "--llm-base-url", url, input_text="tell me a story\nand another one\n",
+                   env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "cannot connect to" in line]
+    assert len(said) == 1 and url in said[0] and "offline" in said[0], proc.stderr
+    assert "Traceback" not in proc.stderr

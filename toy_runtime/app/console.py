@@ -43,11 +43,6 @@ def _ms(value: float | int | None) -> str:
     return "n/a" if value is None else f"{value:.0f} ms"
 
 
-async def _read_line(stream: TextIO) -> str | None:
-    line = await asyncio.get_running_loop().run_in_executor(None, stream.readline)
-    return line if line else None
-
-
 def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
     """Put stdin's lines into `inbox` (None at the end) from a daemon thread: a blocked readline must never hold
     up the exit when the console ended the session."""
@@ -56,9 +51,12 @@ def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
     loop = asyncio.get_running_loop()
 
     def read() -> None:
-        for line in iter(stream.readline, ""):
-            loop.call_soon_threadsafe(inbox.put_nowait, line)
-        loop.call_soon_threadsafe(inbox.put_nowait, None)
+        try:
+            for line in iter(stream.readline, ""):
+                loop.call_soon_threadsafe(inbox.put_nowait, line)
+            loop.call_soon_threadsafe(inbox.put_nowait, None)
+        except (RuntimeError, ValueError):
+            return  # the loop closed (the session ended, Ctrl-C) or stdin was closed under us: nobody is listening
 
     threading.Thread(target=read, name="chat-stdin", daemon=True).start()
 
@@ -78,12 +76,13 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
         bridge = await start_link(runtime, console)
         runner = runtime.new_turn_runner()
-        next_line = lambda: _read_line(stdin)  # noqa: E731
+        # stdin is read by a daemon thread, never the loop's executor: a readline blocked at the idle prompt would
+        # make asyncio.run wait for it on Ctrl-C (the command hung until Enter). Typed in the page or on stdin,
+        # whichever comes; the page's "end" is like the end of input.
+        inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        _feed_lines(stdin, inbox)
+        next_line = inbox.get
         if console is not None:
-            # typed in the page or on stdin, whichever comes; the page's "end" is like the end of input
-            inbox: asyncio.Queue[str | None] = asyncio.Queue()
-            _feed_lines(stdin, inbox)
-            next_line = inbox.get
             await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))
