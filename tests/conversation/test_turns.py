@@ -181,7 +181,7 @@ async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, llm_se
     h = make_harness(mode=mode, base_url="http://unused")
     with __import__("toy_runtime.testing.scripted_llm", fromlist=["x"]).ScriptedLLMServer(answer) as server:
         h = make_harness(mode=mode, base_url=server.url)
-        turn = await h.turn("remind me to go to the park tomorrow morning")
+        turn = await h.turn("remind me to go to the park tomorrow night")
     [event] = turn.events
     assert event.status is EventStatus.NEEDS_CLARIFICATION
     assert turn.speech(answer=2) and turn.speech(answer=2)[0].endswith("?")

@@ -109,6 +109,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
+            runner.conversation.add_announcement(speech.text)  # the next line typed may answer it
             return True
 
         router = runtime.router  # one router per runtime: the MQTT link's runners are bound here too
