@@ -239,14 +239,17 @@ class CalendarConfig(Section):
 
 
 class SearchConfig(Section):
-    """Web search provider: off unless configured (a SearxNG `url`), or canned examples by explicit choice.
+    """Web search provider: Wikipedia by default (keyless), a SearxNG `url`, canned examples, or off.
 
-    `none` (the default): the model is not offered search and a search request gets an honest "I can't look that
-    up" line. `static`: made-up example results labelled as examples, for demos and laptops only.
+    `wikipedia` (the default): short page summaries from `wikipedia_url` (en, or zh for Chinese questions).
+    `none`: the model is not offered search and a search request gets an honest "I can't look that up" line.
+    `static`: made-up example results labelled as examples, for demos and laptops only.
     """
 
-    provider: Literal["searxng", "static", "none"] = "none"
+    provider: Literal["wikipedia", "searxng", "static", "none"] = "wikipedia"
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
+    wikipedia_url: str = Field("https://{lang}.wikipedia.org",
+                               description="Wikipedia site; {lang} becomes en or zh (tests point it at loopback)")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)
 
@@ -254,6 +257,13 @@ class SearchConfig(Section):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return _check_url(value, ("http", "https"), "http://127.0.0.1:8888")
+
+    @field_validator("wikipedia_url")
+    @classmethod
+    def _wikipedia_url(cls, value: str) -> str:
+        if not _check_url(value.replace("{lang}", "en"), ("http", "https"), "https://{lang}.wikipedia.org"):
+            raise ValueError("must be set (e.g. https://{lang}.wikipedia.org)")
+        return value
 
 
 class AuditConfig(Section):

@@ -27,7 +27,9 @@ class Harness:
                        "connect_timeout_s": 1.0, **llm}
         # the cue's own tests turn it on: a turn slowed by a loaded machine must not gain one elsewhere
         settings = with_updates(settings, agent={"tool_invocation_mode": mode, "holding_cue_after_s": 600.0},
-                                llm=llm_updates)
+                                llm=llm_updates,
+                                # "off": no provider configured (the default would be the real Wikipedia)
+                                search={"provider": "none"} if search == "off" else {})
         self.audit = MemoryAudit()
         self.mixer = mixer or MemoryMixer()
         self.search = None if search == "off" else (search or StaticSearch())  # "off": no provider configured
