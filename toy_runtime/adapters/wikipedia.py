@@ -17,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-import httpx
-
+from ..language import has_cjk
 from ..ports.clock import Clock, SystemClock
 from ..ports.search import SearchError, SearchHit, SearchResult
-from .searxng import TITLE_CHARS, clean_text
+from .search_text import TITLE_CHARS, clean_text, http_url
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://{lang}.wikipedia.org"
 USER_AGENT = "toy-runtime/0.1 (a children's talking toy; https://www.mediawiki.org/wiki/API:Etiquette) httpx"
@@ -33,7 +35,6 @@ EXTRACT_SENTENCES = 2
 MAX_BODY_BYTES = 256 * 1024  # a summary is a few KB, a search answer less: anything bigger is not what we asked for
 EXTRA_CANDIDATES = 2  # titles asked for beyond max_results, so a dropped disambiguation page does not cost a hit
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=[。！？])")
 
 
@@ -43,7 +44,7 @@ class PageNotFound(SearchError):
 
 def language_of(query: str) -> str:
     """`zh` when the query has Chinese characters, else `en`: the Wikipedia a child's question is looked up in."""
-    return "zh" if _CJK.search(query) else "en"
+    return "zh" if has_cjk(query) else "en"
 
 
 def lead_sentences(text: str, *, sentences: int = EXTRACT_SENTENCES, limit: int = EXTRACT_CHARS) -> str:
@@ -74,17 +75,28 @@ class WikipediaSearch:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._clock = clock or SystemClock()
+        self._user_agent = user_agent
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s),
-            headers={"Accept": "application/json", "User-Agent": user_agent, "Api-User-Agent": user_agent},
-            follow_redirects=False,  # a redirect is answered by hand, to the same host only (_get_json)
-        )
+        # httpx (and its TLS context) is made at the first look-up, not at start-up: the toy listens first
+        self._client = client
+
+    def _http(self) -> "httpx.AsyncClient":
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s),
+                headers={"Accept": "application/json", "User-Agent": self._user_agent,
+                         "Api-User-Agent": self._user_agent},
+                follow_redirects=False,  # a redirect is answered by hand, to the same host only (_get_json)
+            )
+        return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
-        if self._owns_client:
+        if self._owns_client and self._client is not None:
             await self._client.aclose()
+            self._client = None
 
     async def __aenter__(self) -> "WikipediaSearch":
         return self
@@ -101,6 +113,8 @@ class WikipediaSearch:
         query = (query or "").strip()
         if not query:
             raise SearchError("empty search query", transient=False)
+        import httpx
+
         limit = max(1, int(max_results))
         lang = language_of(query)
         try:
@@ -153,7 +167,9 @@ class WikipediaSearch:
 
     async def _get_json(self, url: str, params: dict[str, Any] | None, lang: str, *, hops: int = 2) -> Any:
         headers = {"Accept-Language": "zh-cn"} if lang == "zh" else {}  # simplified characters for a zh child
-        async with self._client.stream("GET", url, params=params, headers=headers) as response:
+        import httpx
+
+        async with self._http().stream("GET", url, params=params, headers=headers) as response:
             code = response.status_code
             if code in (301, 302, 303, 307, 308) and hops > 0:
                 target = response.next_request.url if response.next_request else None
@@ -179,12 +195,8 @@ class WikipediaSearch:
 
 def _page_url(payload: dict[str, Any]) -> str | None:
     urls = payload.get("content_urls")
-    page = ((urls.get("desktop") or {}).get("page") if isinstance(urls, dict) and isinstance(urls.get("desktop"), dict)
-            else None)
-    if not isinstance(page, str):
-        return None
-    parts = urlsplit(page.strip())
-    return page.strip() if parts.scheme in ("http", "https") and parts.netloc else None
+    desktop = urls.get("desktop") if isinstance(urls, dict) else None
+    return http_url(desktop.get("page")) if isinstance(desktop, dict) else None
 
 
 def summary_hit(payload: Any, lang: str = "en") -> SearchHit | None:
