@@ -250,8 +250,17 @@ class SearchConfig(Section):
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
     wikipedia_url: str = Field("https://{lang}.wikipedia.org",
                                description="Wikipedia site; {lang} becomes en or zh (tests point it at loopback)")
+    contact: str | None = Field(None, description="your email or URL for the User-Agent Wikimedia's policy asks for")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)
+
+    @field_validator("contact")
+    @classmethod
+    def _header_safe(cls, value: str | None) -> str | None:
+        # it goes into an HTTP header: printable ASCII on one line, and short
+        if value is not None and not (value.isascii() and value.isprintable() and len(value) <= 120):
+            raise ValueError("must be printable ASCII on one line, at most 120 characters (e.g. toys@example.org)")
+        return value or None
 
     @field_validator("url")
     @classmethod

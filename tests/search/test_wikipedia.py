@@ -53,6 +53,23 @@ async def test_summaries_of_standard_pages_are_the_evidence(wiki):
         assert request["headers"]["User-Agent"].startswith("toy-runtime/")
 
 
+async def test_the_user_agent_names_the_owner_when_configured(wiki, tmp_path):
+    from toy_runtime.app.runtime import build_search
+    from toy_runtime.config import ConfigError, load_settings
+
+    settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path), "TOY_SEARCH__WIKIPEDIA_URL": wiki.base_url,
+                                  "TOY_SEARCH__CONTACT": "toys@example.org"})
+    search = build_search(settings)
+    try:
+        await search.search("giraffe", max_results=1)
+    finally:
+        await search.aclose()
+    agent = wiki.requests[0]["headers"]["User-Agent"]
+    assert agent.startswith("toy-runtime/") and "(toys@example.org)" in agent and agent.endswith("httpx")
+    with pytest.raises(ConfigError, match="search.contact"):  # it goes into a header: one printable line
+        load_settings(env={"TOY_STATE_DIR": str(tmp_path), "TOY_SEARCH__CONTACT": "me\r\nX-Evil: 1"})
+
+
 async def test_a_chinese_question_is_looked_up_in_the_chinese_wikipedia(wiki):
     result = await look_up(wiki, "长颈鹿有多高")
     [hit] = result.hits

@@ -6,7 +6,7 @@ One look-up is two steps on `{lang}.wikipedia.org` (English, or Chinese when the
 are kept — a disambiguation page is a list of other pages, not a fact — and each extract is cut to its first
 sentences: short evidence, written for a general audience, for a toy that talks to children.
 
-Wikimedia asks every client for a User-Agent that names it and how to reach its maker, so one is always sent. Every
+Wikimedia asks every client for a User-Agent that names it and how to reach its maker (`[search] contact`). Every
 request is bounded twice (httpx's per-read timeouts, and the whole look-up by `timeout_s`), every body by a byte cap,
 and only 200 answers from the configured host count. Failures become SearchError: timeouts, connection errors,
 429 and 5xx are transient (the kernel retries read-only events once; this adapter never retries itself).
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import httpx
 
 DEFAULT_BASE_URL = "https://{lang}.wikipedia.org"
-USER_AGENT = "toy-runtime/0.1 (a children's talking toy; https://www.mediawiki.org/wiki/API:Etiquette) httpx"
+PRODUCT = "toy-runtime/0.1.0"
 EXTRACT_CHARS = 300  # the evidence per page: a short lead, not the article
 EXTRACT_SENTENCES = 2
 MAX_BODY_BYTES = 256 * 1024  # a summary is a few KB, a search answer less: anything bigger is not what we asked for
@@ -40,6 +40,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=[。！？])")
 
 class PageNotFound(SearchError):
     """A summary asked for a page that is gone (HTTP 404): that page is skipped, the look-up goes on."""
+
+
+def user_agent(contact: str | None = None) -> str:
+    """The User-Agent Wikimedia's policy asks for: the client's name and version, how to reach its maker, the library.
+
+    `contact` is the owner's email or URL (`[search] contact`); without one the header still names the client."""
+    who = contact or "a children's talking toy; no contact configured"
+    return f"{PRODUCT} ({who}) httpx"
 
 
 def language_of(query: str) -> str:
@@ -66,7 +74,7 @@ class WikipediaSearch:
         *,
         timeout_s: float = 2.5,
         client: httpx.AsyncClient | None = None,
-        user_agent: str = USER_AGENT,
+        contact: str | None = None,
         clock: Clock | None = None,
     ) -> None:
         """`base_url` may hold `{lang}` (replaced by `en` or `zh`); tests point it at a loopback server."""
@@ -75,7 +83,7 @@ class WikipediaSearch:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._clock = clock or SystemClock()
-        self._user_agent = user_agent
+        self._user_agent = user_agent(contact)
         self._owns_client = client is None
         # httpx (and its TLS context) is made at the first look-up, not at start-up: the toy listens first
         self._client = client

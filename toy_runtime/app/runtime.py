@@ -48,7 +48,8 @@ def build_search(settings: Settings) -> SearchProvider | None:
     if search.provider == "searxng":
         raise ValueError("search.provider is 'searxng' but search.url is not set")
     if search.provider == "wikipedia":
-        return make_search_provider("wikipedia", base_url=search.wikipedia_url, timeout_s=search.timeout_s)
+        return make_search_provider("wikipedia", base_url=search.wikipedia_url, timeout_s=search.timeout_s,
+                                    contact=search.contact)
     return None
 
 

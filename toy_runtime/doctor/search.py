@@ -30,8 +30,8 @@ async def check_search(settings: Settings) -> Verdict:
         from ..adapters.wikipedia import WikipediaSearch
 
         site = search.wikipedia_url.replace("{lang}", "en")
-        return await _probe(WikipediaSearch(search.wikipedia_url, timeout_s=search.timeout_s), f"Wikipedia at {site}",
-                            WIKIPEDIA_HOWTO, "check `[search] wikipedia_url`")
+        provider = WikipediaSearch(search.wikipedia_url, timeout_s=search.timeout_s, contact=search.contact)
+        return await _probe(provider, f"Wikipedia at {site}", WIKIPEDIA_HOWTO, "check `[search] wikipedia_url`")
     if search.provider == "static":
         return warn("search answers with made-up example results (search.provider = \"static\"): for demos only",
                     SEARXNG_HOWTO)
