@@ -149,7 +149,9 @@ class WikipediaSearch:
             raise SearchError("search service returned an unexpected shape (no query.search list)")
         titles = [item["title"] for item in found
                   if isinstance(item, dict) and isinstance(item.get("title"), str) and item.get("ns", 0) == 0]
-        return list(dict.fromkeys(t.strip() for t in titles if t.strip()))[:count]
+        # a MediaWiki title is at most 255 bytes: anything longer is not a page name and never becomes a URL path
+        titles = [t.strip() for t in titles if t.strip() and len(t.encode()) <= 255]
+        return list(dict.fromkeys(titles))[:count]
 
     async def _summaries(self, lang: str, titles: list[str], limit: int) -> list[SearchHit]:
         if not titles:
