@@ -132,11 +132,12 @@ async def test_with_a_provider_given_the_search_event_is_advertised(tmp_path):
 
 
 def test_the_default_search_loads_no_http_library_until_its_first_look_up(tmp_path):
-    """`run` wires the runtime before READY: the Wikipedia adapter must not import httpx (or make a TLS context) then."""
+    """`run` wires the runtime before READY: the Wikipedia adapter must not import httpx (nor make TLS) by then."""
     import subprocess
     import sys
 
-    code = ("import sys; from toy_runtime.config import load_settings; from toy_runtime.app.runtime import build_search;"
+    code = ("import sys; from toy_runtime.config import load_settings;"
+            "from toy_runtime.app.runtime import build_search;"
             f"s = build_search(load_settings(env={{'TOY_STATE_DIR': {str(tmp_path)!r}}}));"
             "print(type(s).__name__, 'httpx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -37,13 +37,14 @@ def summary(lang: str, title: str, extract: str, *, kind: str = "standard", desc
     """A REST page summary in the documented shape (Specs/Summary 1.4)."""
     key = title.replace(" ", "_")
     page = f"https://{lang}.wikipedia.org/wiki/{key}"
+    display = f'<span class="mw-page-title-main">{title}</span>'
     return {
         "type": kind,
         "title": title,
-        "displaytitle": f'<span class="mw-page-title-main">{title}</span>',
+        "displaytitle": display,
         "namespace": {"id": 0, "text": ""},
         "wikibase_item": "Q15083",
-        "titles": {"canonical": key, "normalized": title, "display": f'<span class="mw-page-title-main">{title}</span>'},
+        "titles": {"canonical": key, "normalized": title, "display": display},
         "pageid": pageid,
         "thumbnail": {"source": f"https://upload.wikimedia.org/wikipedia/commons/thumb/{key}.jpg/320px-{key}.jpg",
                       "width": 320, "height": 427},
@@ -77,9 +78,9 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
         "Giraffe (disambiguation)": summary("en", "Giraffe (disambiguation)", "Giraffe may refer to:",
                                             kind="disambiguation", description="Topics referred to by the same term"),
         "Giraffe": summary("en", "Giraffe", GIRAFFE_EXTRACT, description="Tall African ungulate", pageid=12717),
-        "Northern giraffe": summary("en", "Northern giraffe",
-                                    "The northern giraffe is the type species of giraffe. It is native to North Africa.",
-                                    description="Species of giraffe", pageid=4512),
+        "Northern giraffe": summary(
+            "en", "Northern giraffe", "The northern giraffe is the type species of giraffe. It is native to North Africa.",
+            description="Species of giraffe", pageid=4512),
     },
     "zh": {
         "长颈鹿": summary("zh", "长颈鹿", "长颈鹿是一种生长在非洲的反刍偶蹄动物。它是世界上现存最高的陆生动物。雄性个体高达5.7米。",
