@@ -275,21 +275,40 @@ class CalendarConfig(Section):
 
 
 class SearchConfig(Section):
-    """Web search provider: off unless configured (a SearxNG `url`), or canned examples by explicit choice.
+    """Web search provider: Wikipedia by default (keyless), a SearxNG `url`, canned examples, or off.
 
-    `none` (the default): the model is not offered search and a search request gets an honest "I can't look that
-    up" line. `static`: made-up example results labelled as examples, for demos and laptops only.
+    `wikipedia` (the default): short page summaries from `wikipedia_url` (en, or zh for Chinese questions).
+    `none`: the model is not offered search and a search request gets an honest "I can't look that up" line.
+    `static`: made-up example results labelled as examples, for demos and laptops only.
     """
 
-    provider: Literal["searxng", "static", "none"] = "none"
+    provider: Literal["wikipedia", "searxng", "static", "none"] = "wikipedia"
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
+    wikipedia_url: str = Field("https://{lang}.wikipedia.org",
+                               description="Wikipedia site; {lang} becomes en or zh (tests point it at loopback)")
+    contact: str | None = Field(None, description="your email or URL for the User-Agent Wikimedia's policy asks for")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)
+
+    @field_validator("contact")
+    @classmethod
+    def _header_safe(cls, value: str | None) -> str | None:
+        # it goes into an HTTP header: printable ASCII on one line, and short
+        if value is not None and not (value.isascii() and value.isprintable() and len(value) <= 120):
+            raise ValueError("must be printable ASCII on one line, at most 120 characters (e.g. toys@example.org)")
+        return value or None
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return _check_url(value, ("http", "https"), "http://127.0.0.1:8888")
+
+    @field_validator("wikipedia_url")
+    @classmethod
+    def _wikipedia_url(cls, value: str) -> str:
+        if not _check_url(value.replace("{lang}", "en"), ("http", "https"), "https://{lang}.wikipedia.org"):
+            raise ValueError("must be set (e.g. https://{lang}.wikipedia.org)")
+        return value
 
 
 class AuditConfig(Section):

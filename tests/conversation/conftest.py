@@ -27,10 +27,14 @@ class Harness:
                        "connect_timeout_s": 1.0, **llm}
         # the cue's own tests turn it on: a turn slowed by a loaded machine must not gain one elsewhere
         settings = with_updates(settings, agent={"tool_invocation_mode": mode, "holding_cue_after_s": 600.0},
-                                llm=llm_updates)
+                                llm=llm_updates,
+                                # "off": no provider configured (the default would be the real Wikipedia)
+                                search={"provider": "none"} if search == "off" else
+                                (search if isinstance(search, dict) else {}))
         self.audit = MemoryAudit()
         self.mixer = mixer or MemoryMixer()
-        self.search = None if search == "off" else (search or StaticSearch())  # "off": no provider configured
+        # "off": no provider configured; a dict: these [search] settings, the runtime builds the provider itself
+        self.search = None if search == "off" or isinstance(search, dict) else (search or StaticSearch())
         self.calendar = calendar or MemoryCalendarStore()
         self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
                                      audit=self.audit)
