@@ -229,9 +229,13 @@ class TurnRunner:
             return False
         task = asyncio.ensure_future(answer)
         task.set_name(f"turn:{turn_id}:model-or-gate")
+        client = self.chat.client
         try:
             while True:
-                done, _ = await asyncio.wait({task}, timeout=max(stats.started + budget - time.perf_counter(), 0.0))
+                left = stats.started + budget - time.perf_counter()
+                # left ≤ 0 only while the SDK is still being imported: the model has not been asked yet, look again
+                # a budget later (when the import ends, `stats.started` moves to the request)
+                done, _ = await asyncio.wait({task}, timeout=left if left > 0 else budget)
                 if done:
                     watching = False
                     task.result()  # an LLMFault goes to the caller's fault path
@@ -240,7 +244,7 @@ class TurnRunner:
                     watching = False  # the model is answering: the usual cue and deadline apply
                     await task
                     return False
-                if time.perf_counter() >= stats.started + budget:  # not moved by an SDK import meanwhile
+                if getattr(client, "ready", True) and time.perf_counter() >= stats.started + budget:
                     break
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
