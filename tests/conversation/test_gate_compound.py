@@ -123,6 +123,17 @@ async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(llm_serve
     assert_carried_out(h, turn, "mute and bye")
 
 
+async def test_no_holding_cue_before_the_gates_lines(llm_server, make_harness):
+    """While the gate may still answer, the holding cue waits: the child hears "Okay, muting now", not "Hmm, let me
+    think" first (the cue is due long before the budget here)."""
+    llm_server.add(Reply(fault="stall"))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url, gate_first_token_s=0.5, first_token_timeout_s=120.0)
+    h.runner.config = h.runner.config.model_copy(update={"holding_cue_after_s": 0.01})
+    turn = await h.turn("mute and bye")
+    assert "holding" not in [s.kind for s in turn.speech_items] and h.audit.of("turn.holding_cue") == []
+    assert_carried_out(h, turn, "mute and bye")
+
+
 async def test_a_question_under_a_stall_is_not_answered_by_the_gate(llm_server, make_harness):
     """Only a request that is entirely clear device actions and goodbye skips the model: anything else still waits
     for the model's first token (here: until its timeout, then the fault line)."""
