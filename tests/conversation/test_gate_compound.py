@@ -169,6 +169,9 @@ def test_every_clause_must_be_a_clear_request():
     assert gate_plan("把声音调小然后再见") == [(VOLUME, {"mode": "relative", "delta": -10}), (BYE, {})]
     assert gate_plan("set the volume to 30 and bye") == [(VOLUME, {"mode": "absolute", "value": 30}), (BYE, {})]
     assert gate_plan("bye bye and see you tomorrow") == [(BYE, {})]
+    # the volume's own gate_match takes "louder please, goodbye" whole: the goodbye must not be lost
+    assert gate_plan("louder please, goodbye") == [(VOLUME, {"mode": "relative", "delta": 10}), (BYE, {})]
+    assert gate_plan("okay, bye") == [(BYE, None)] and gate_plan("mute, please") == [(VOLUME, None)]
     assert gate_plan("bye") == [(BYE, None)] and gate_plan("mute") == [(VOLUME, None)]
     for utterance in NOT_CLEAR + ["what is a whale", "mute and what is a whale", "say goodbye to grandma"]:
         assert gate_plan(utterance) == [], utterance

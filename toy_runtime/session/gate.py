@@ -46,14 +46,18 @@ class OfflineGate:
         return [step.definition for step in self.plan(context)]
 
     def plan(self, context: ResolveContext) -> list[GateStep]:
-        """What the gate would carry out: the definitions whose `gate_match` says the whole utterance is a clear
-        request for them, else one step per definition when every clause of a compound is one; else nothing."""
-        whole = [d for d in self.registry if d.gate_match is not None and d.gate_match(context)]
-        if whole:
-            return [GateStep(d) for d in whole]
+        """What the gate would carry out: one step per definition when every clause of a compound is a clear
+        request, else the definitions whose `gate_match` says the whole utterance is a clear request for them.
+
+        The compound is read first: "louder please, goodbye" is a volume request to a `gate_match` that reads the
+        whole utterance, and the goodbye would be lost."""
         parts = clauses(context.utterance)
-        if len(parts) < 2:
-            return []
+        if len(parts) >= 2 and (steps := self._compound(parts, context)):
+            return steps
+        return [GateStep(d) for d in self.registry if d.gate_match is not None and d.gate_match(context)]
+
+    def _compound(self, parts: list[str], context: ResolveContext) -> list[GateStep]:
+        """One step per definition, in the order the clauses ask; empty unless every clause is a clear request."""
         steps: dict[str, GateStep] = {}
         for part in parts:
             clause = replace(context, utterance=part)
