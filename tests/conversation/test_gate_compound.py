@@ -173,5 +173,22 @@ def test_every_clause_must_be_a_clear_request():
     assert gate_plan("louder please, goodbye") == [(VOLUME, {"mode": "relative", "delta": 10}), (BYE, {})]
     assert gate_plan("okay, bye") == [(BYE, None)] and gate_plan("mute, please") == [(VOLUME, None)]
     assert gate_plan("bye") == [(BYE, None)] and gate_plan("mute") == [(VOLUME, None)]
-    for utterance in NOT_CLEAR + ["what is a whale", "mute and what is a whale", "say goodbye to grandma"]:
+    assert gate_plan("mute, bye, bye, bye") == [(VOLUME, {"mode": "mute"}), (BYE, {})]
+    for utterance in NOT_CLEAR + ["what is a whale", "mute and what is a whale", "say goodbye to grandma",
+                                  "mute, bye, bye, bye, bye and tell me a story"]:
         assert gate_plan(utterance) == [], utterance
+
+
+def test_only_an_utterance_of_nothing_but_clear_requests_skips_a_stalled_model():
+    gate = OfflineGate(default_registry(memory_ports()), NullAudit())
+
+    def covers(utterance):
+        return gate.covers(ResolveContext(utterance=utterance, request_time=datetime(2026, 12, 3, tzinfo=timezone.utc),
+                                          timezone="UTC", locale=guess_locale(utterance)))
+
+    for utterance in list(COMPOUNDS) + ["bye", "mute", "把音量调到30", "louder please, goodbye"]:
+        assert covers(utterance), utterance
+    # matched whole after a fault (the volume's gate_match reads past a comma), but a question is in it
+    assert gate_plan("mute, what is a whale") == [(VOLUME, None)] and not covers("mute, what is a whale")
+    for utterance in NOT_CLEAR + ["what is a whale", "mute, bye, bye, bye, bye"]:  # more clauses than a request has
+        assert not covers(utterance), utterance

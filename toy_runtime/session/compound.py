@@ -17,12 +17,11 @@ _CUT = re.compile(
     r"|\s*(?:[,，、]\s*)?(?:然后再(?!见)|再然后|然后|接着|并且|而且|还有|之后)\s*",
     re.IGNORECASE)
 _EDGE = re.compile(r"^[\s,.;!?，。；！？、~]+|[\s,.;!?，。；！？、~]+$")
-MAX_CLAUSES = 4  # a longer chain is not a clear request; the model hears it
+MAX_CLAUSES = 4  # a longer chain is not a clear request: the gate leaves it to the model
 
 
 def clauses(text: str) -> list[str]:
     """The utterance's clauses, trimmed of edge punctuation; one element when it is not compound."""
     s = unicodedata.normalize("NFKC", text or "").strip()
     parts = [_EDGE.sub("", part) for part in _CUT.split(s)]
-    parts = [part for part in parts if part]
-    return parts[: MAX_CLAUSES + 1]
+    return [part for part in parts if part]

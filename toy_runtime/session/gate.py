@@ -19,7 +19,7 @@ from ..agent.llm import LLMFault
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
 from ..events import resolve_deterministic
 from ..events.definition import EventDefinition
-from .compound import clauses
+from .compound import MAX_CLAUSES, clauses
 from .items import Speech
 
 Say = Callable[[Speech], None]
@@ -52,9 +52,18 @@ class OfflineGate:
         The compound is read first: "louder please, goodbye" is a volume request to a `gate_match` that reads the
         whole utterance, and the goodbye would be lost."""
         parts = clauses(context.utterance)
-        if len(parts) >= 2 and (steps := self._compound(parts, context)):
+        if 2 <= len(parts) <= MAX_CLAUSES and (steps := self._compound(parts, context)):
             return steps
         return [GateStep(d) for d in self.registry if d.gate_match is not None and d.gate_match(context)]
+
+    def covers(self, context: ResolveContext) -> bool:
+        """True when the utterance is nothing but clear requests: one clause the gate matches whole, or a compound
+        whose every clause is one. ("mute, what is a whale" is matched whole by the volume's `gate_match` after a
+        fault, but it is not covered: a stalled model is still waited for, the question is the model's.)"""
+        parts = clauses(context.utterance)
+        if len(parts) == 1:
+            return bool(self.plan(context))
+        return 2 <= len(parts) <= MAX_CLAUSES and bool(self._compound(parts, context))
 
     def _compound(self, parts: list[str], context: ResolveContext) -> list[GateStep]:
         """One step per definition, in the order the clauses ask; empty unless every clause is a clear request."""

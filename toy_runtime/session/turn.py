@@ -221,7 +221,7 @@ class TurnRunner:
         counts from `stats.started`, which moves past a first call's SDK import: the model is timed, not the runtime.
         """
         budget = self.gate_first_token_s
-        watching = budget is not None and bool(self.gate.plan(context))
+        watching = budget is not None and self.gate.covers(context)
         answer = self._timed_first_answer(stats, text, turn_id, run, record, say, spoken, context.locale,
                                           since_speech_s, cue_ok=lambda: not watching)
         if not watching:
