@@ -160,6 +160,8 @@ def test_clauses_are_cut_at_conjunctions_in_english_and_chinese():
     assert clauses("turn it down and then say goodnight") == ["turn it down", "say goodnight"]
     assert clauses("静音然后再见") == ["静音", "再见"]  # 再见 keeps its 再
     assert clauses("静音，然后再见！") == ["静音", "再见"]
+    assert clauses("Mute! Bye.") == ["Mute", "Bye"] and clauses("静音。再见。") == ["静音", "再见"]
+    assert clauses("set the volume to 0.5") == ["set the volume to 0.5"]
     assert clauses("I said bye to my friend") == ["I said bye to my friend"]
     assert clauses("standing by the band") == ["standing by the band"]
 

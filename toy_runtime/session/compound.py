@@ -10,9 +10,9 @@ import re
 import unicodedata
 
 # "and", "then", "and then", "and also", "after that", "plus" (English words only as whole words); 然后/接着/
-# 并且/而且/还有/之后 in Chinese; commas and semicolons in both. Not 再 or 和: 再见 and 和你 hold them as parts.
+# 并且/而且/还有/之后 in Chinese; commas, semicolons and sentence ends in both ("Mute! Bye."). Not 再 or 和: 再见 and 和你 hold them as parts.
 _CUT = re.compile(
-    r"\s*[,;，；、]\s*(?:(?:and\s+)?(?:then|also)\b|and\b|after\s+that\b|plus\b)?\s*"
+    r"\s*(?:[,;，；、。！!]|\.(?=\s))\s*(?:(?:and\s+)?(?:then|also)\b|and\b|after\s+that\b|plus\b)?\s*"
     r"|\s+(?:and\s+then|and\s+also|and|then|after\s+that|plus)\s+"
     r"|\s*(?:[,，、]\s*)?(?:然后再(?!见)|再然后|然后|接着|并且|而且|还有|之后)\s*",
     re.IGNORECASE)
