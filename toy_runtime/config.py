@@ -66,6 +66,10 @@ class LLMConfig(Section):
         "spends it in prompt prefill (5-15 ms per token on 2 x86 cores, slower on a Pi: ~460 tokens in dual_agent, "
         "~1,400 in chat_agent_tools), so measure a cold first token and allow about twice it (docs/local-models.md)")
     read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
+    gate_first_token_s: float = Field(
+        1.5, gt=0, description="when the child's words are nothing but clear device requests and goodbye (\"mute and "
+        "bye\") and no first token came this long after the request, the offline gate carries them out and confirms "
+        "them instead of waiting for a stalled model")
     include_usage: bool = True
 
     @field_validator("base_url")

@@ -81,6 +81,27 @@ async def test_duplicates_with_equivalent_arguments_are_skipped(recorder, contex
     assert sorted(c[1]["n"] for c in recorder.calls) == [4, 5]
 
 
+async def test_a_model_request_after_the_gates_is_a_duplicate_whatever_its_arguments(recorder, context):
+    """The gate acted on the child's words (e.g. while the model stalled): the model's later request for the same
+    definition in the batch is that request again — it runs once and says nothing more."""
+    a = make_definition("test.alpha", "alpha", recorder.handler("a"), failure_template=lambda args, info: "failed")
+    b = make_definition("test.beta", "beta", recorder.handler("b"), policy=ResultPolicy.TERMINATE, terminal=True)
+    kernel = kernel_for(a, b)
+    outcome = await kernel.run_batch(batch(
+        req("test.alpha", args={"n": 4}, source=SourceProtocol.OFFLINE_GATE),
+        req("test.beta", args={"n": 1}, source=SourceProtocol.OFFLINE_GATE),
+        req("test.alpha", args={"n": 7}), req("test.beta", args={"n": 2}, source=SourceProtocol.TEXT_EVENTS),
+    ), context)
+    assert [r.status for r in outcome.results] == [EventStatus.SUCCEEDED, EventStatus.SUCCEEDED,
+                                                   EventStatus.SKIPPED_DUPLICATE, EventStatus.SKIPPED_DUPLICATE]
+    assert [c[:2] for c in recorder.calls] == [("a", {"n": 4}), ("b", {"n": 1})]
+    assert outcome.continuation.terminate and outcome.continuation.lines == ()
+    # two model requests with different arguments are still two requests
+    again = await kernel.run_batch(batch(req("test.alpha", args={"n": 2}), req("test.alpha", args={"n": 3}),
+                                         turn="t2"), context)
+    assert [r.status for r in again.results] == [EventStatus.SUCCEEDED, EventStatus.SUCCEEDED]
+
+
 async def test_repeated_idempotency_key_returns_first_result_without_side_effect(recorder, context):
     a = make_definition("test.alpha", "alpha", recorder.handler("a"))
     kernel = kernel_for(a)

@@ -100,6 +100,15 @@ async def test_llm_streams_one_token(make_settings) -> None:
     assert "prompt tokens" in llm.detail and "estimated" not in llm.detail  # the server sent usage
 
 
+async def test_a_first_token_later_than_the_gates_budget_is_a_warning_naming_it(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK", delay_s=0.3)) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_LLM__GATE_FIRST_TOKEN_S="0.1")
+        results = by_name(await diagnose(settings, skip=only("llm")))
+    llm = results["llm"]
+    assert llm.status == "WARN", llm
+    assert "gate_first_token_s = 0.1 s" in llm.detail and "[llm] gate_first_token_s" in llm.fix
+
+
 async def test_llm_probe_in_tools_mode_sends_the_tool_schemas(make_settings) -> None:
     for search, count in (("wikipedia", 4), ("none", 3)):  # search off: its event is not advertised
         async with ScriptedLLMServer(default=Reply(text="OK")) as server:

@@ -104,6 +104,7 @@ class Runtime:
         return TurnRunner(kernel=self.kernel, chat_agent=self.chat_agent, conversation=conversation,
                           audit=self.audit, clock=self.clock, timezone=self.settings.session.timezone,
                           agent_config=self.settings.agent, event_agent=self.event_agent,
+                          gate_first_token_s=self.settings.llm.gate_first_token_s,
                           observer=self.turn_observer, before_turn=self.before_turn)
 
     async def aclose(self) -> None:

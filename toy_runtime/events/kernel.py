@@ -18,7 +18,7 @@ from .continuation import Continuation, aggregate
 from .definition import EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback
 from .idempotency import IdempotencyStore, canonical_json, idempotency_key
-from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimings
+from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimings, SourceProtocol
 from .registry import EventRegistry
 from .resolution import ResolvedArguments, resolve_request
 
@@ -329,13 +329,21 @@ class BatchRun:
             store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
 
     async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:
-        """Event id of an earlier same-name request with equivalent normalized arguments, if any."""
+        """Event id of an earlier same-name request with equivalent normalized arguments, if any.
+
+        An earlier request from the offline gate settles its definition for the batch whatever the arguments: the
+        gate acted on the child's clear words (e.g. while the model stalled), so the model's later request for the
+        same thing ("down by 20" where the gate ran "down") is that request again, not a second one.
+        """
         mine = canonical_json(resolved.arguments)
         for other in self.slots[: slot.index]:
             if other.definition is not slot.definition:
                 continue
             theirs = await asyncio.shield(other.resolved)
-            if theirs is not None and theirs.outcome == "resolved" and canonical_json(theirs.arguments) == mine:
+            if theirs is None or theirs.outcome != "resolved":
+                continue
+            if canonical_json(theirs.arguments) == mine or (other.request.source is SourceProtocol.OFFLINE_GATE
+                                                            and slot.request.source is not SourceProtocol.OFFLINE_GATE):
                 return other.request.event_id
         return None
 
