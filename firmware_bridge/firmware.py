@@ -48,8 +48,7 @@ class FirmwareClient(MqttEndpoint):
                 self.runtime_online = online
                 self._deliver(self._presence, online)
         except p.ProtocolError as exc:
-            self.stats.malformed += 1
-            log.warning("dropped a bad message on %s: %s", topic, exc)
+            self._drop_bad(topic, exc)
 
     def states(self) -> AsyncIterator[p.StateMessage]:
         """LED state updates (the retained one first); ends when the client stops."""
