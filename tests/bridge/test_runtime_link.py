@@ -96,6 +96,66 @@ async def test_remote_commands_need_the_capability(broker, tmp_path):
         await runtime.aclose()
 
 
+async def collect_results(app: WireClient, count: int, timeout_s: float = 15.0) -> dict[str, dict]:
+    """The next `count` command results by command id (a safety-net timeout, never the thing asserted)."""
+    results: dict[str, dict] = {}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and len(results) < count:
+        for topic, payload, _ in await adrain(app, 0.1):
+            if topic.endswith("command/result"):
+                results[payload["command_id"]] = payload
+    return results
+
+
+async def test_bad_arguments_are_answered_invalid_by_the_schema_and_never_reach_a_model(broker, tmp_path,
+                                                                                       llm_server):
+    """Before: a volume of "loud" failed in the resolver, a schedule with a malformed time or an unknown field went
+    to the EventAgent (a paid call per message), an extra field ran anyway. Now the schema answers first."""
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy11",
+                                  "remote_capabilities": ["device.volume.adjust", "calendar.schedule.create"]},
+                            llm={"base_url": llm_server.url})
+    audit, mixer = MemoryAudit(), MemoryMixer(level=50)
+    runtime = build_runtime(settings, audit=audit, mixer=mixer)
+    link = await start_device_link(runtime)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy11/command/result"])
+    bad = {
+        "loud": ("device.volume.adjust", {"mode": "absolute", "value": "loud"}),
+        "900": ("device.volume.adjust", {"mode": "absolute", "value": 900}),
+        "level": ("device.volume.adjust", {"level": "loud"}),
+        "extra": ("device.volume.adjust", {"mode": "absolute", "value": 30, "extra": 1}),
+        "time": ("calendar.schedule.create", {"title": "swim", "start_at": "tomorrow-ish", "timezone": "UTC"}),
+        "no-time": ("calendar.schedule.create", {"title": "swim"}),
+        "huge": ("device.volume.adjust", {"mode": "absolute", "value": "x" * 20_000}),
+    }
+    try:
+        await asyncio.to_thread(app.wait_ready)
+        for command_id, (name, arguments) in bad.items():
+            app.publish("toy/toy11/command", {"v": 1, "command_id": command_id, "name": name,
+                                              "arguments": arguments, "actor": "app"})
+        results = await collect_results(app, len(bad))
+        app.publish("toy/toy11/command", {"v": 1, "command_id": "good", "name": "device.volume.adjust",
+                                          "arguments": {"mode": "absolute", "value": 20}, "actor": "app"})
+        app.publish("toy/toy11/command", {"v": 1, "command_id": "good-schedule", "name": "calendar.schedule.create",
+                                          "arguments": {"title": "swim", "start_at": "2031-05-01T07:00:00+00:00",
+                                                        "timezone": "UTC"}, "actor": "app"})
+        goods = await collect_results(app, 2)
+    finally:
+        app.close()
+        await link.aclose()
+        await runtime.aclose()
+    assert {k: (r["status"], r["error"]["code"]) for k, r in results.items()} == {
+        k: ("invalid", "invalid_arguments") for k in bad}
+    assert "'loud' is not of type 'integer'" in results["loud"]["error"]["message"]
+    assert "extra" in results["extra"]["error"]["message"]
+    assert len(results["huge"]["error"]["message"]) <= 300
+    assert len(llm_server.requests) == 0  # no paid call
+    assert goods["good"]["status"] == "ok" and mixer.level == 20  # only the good command changed anything
+    assert goods["good-schedule"]["status"] == "ok", goods  # valid arguments need no model either
+    refused = [r for r in audit.of("remote.refused") if r.get("reason") == "invalid_arguments"]
+    assert sorted(r["command_id"] for r in refused) == sorted(bad)
+
+
 def test_auth_failure_is_one_clear_line(tmp_path):
     from toy_runtime.testing.broker import start_broker_for_test
 
