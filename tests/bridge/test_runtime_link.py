@@ -156,6 +156,50 @@ async def test_bad_arguments_are_answered_invalid_by_the_schema_and_never_reach_
     assert sorted(r["command_id"] for r in refused) == sorted(bad)
 
 
+def test_remote_terminate_ends_chat_like_goodbye_and_garbage_before_it_is_a_few_lines(broker, tmp_path):
+    """`chat` with MQTT, stdin left open (a person who has not typed anything): a remote `session.terminate` once
+    answered `ok` while the session went on. Now chat exits 0 as after "goodbye", the `ok` still reaches the app,
+    and a hostile client's garbage before it costs a bounded number of stderr lines, none a traceback."""
+    from toy_runtime.testing.services import end_process
+
+    from .test_client import GARBAGE
+
+    env = child_env()
+    env["TOY_STATE_DIR"] = str(tmp_path)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy12/command/result", "toy/toy12/state"])
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mqtt-url", broker.url,
+                             "--device-id", "toy12"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        app.wait_ready()
+        deadline = time.monotonic() + 60  # safety net: the runtime's start-up on a loaded machine
+        while time.monotonic() < deadline:
+            topic, payload, _ = app.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            if topic.endswith("state") and json.loads(payload)["state"] == "listening":
+                break
+        for _ in range(3):
+            for payload in GARBAGE:
+                app.publish("toy/toy12/command", payload)
+                app.publish("toy/toy12/button", payload)
+        app.publish("toy/toy12/command", {"v": 1, "command_id": "bye", "name": "session.terminate",
+                                          "arguments": {"reason": "bedtime"}, "actor": "app"})
+        returncode = proc.wait(timeout=60)  # on main: never, stdin stays open
+        results: dict[str, dict] = {}
+        while "bye" not in results:  # published (and acknowledged by the broker) before chat exited
+            topic, payload, _ = app.messages.get(timeout=10)
+            if topic.endswith("command/result"):
+                results[json.loads(payload)["command_id"]] = json.loads(payload)
+    finally:
+        end_process(proc)
+        app.close()
+    stderr = proc.stderr.read()
+    assert returncode == 0, stderr
+    assert results["bye"]["status"] == "ok" and results["bye"]["result"]["terminated"] is True
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    assert len(lines) <= 12 and all(len(line) < 500 for line in lines), stderr  # a burst and one summary at most
+
+
 def test_auth_failure_is_one_clear_line(tmp_path):
     from toy_runtime.testing.broker import start_broker_for_test
 

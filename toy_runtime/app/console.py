@@ -38,11 +38,6 @@ def render(item: TurnItem, json_lines: bool) -> str | None:
     return None
 
 
-async def _read_line(stream: TextIO) -> str | None:
-    line = await asyncio.get_running_loop().run_in_executor(None, stream.readline)
-    return line if line else None
-
-
 def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
     """Put stdin's lines into `inbox` (None at the end) from a daemon thread: a blocked readline must never hold
     up the exit when the console ended the session."""
@@ -73,12 +68,15 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
         bridge = await start_link(runtime, console)
         runner = runtime.new_turn_runner()
-        next_line = lambda: _read_line(stdin)  # noqa: E731
+        # typed in the page or on stdin, whichever comes; the page's "end" is like the end of input, and so is an
+        # end through the session boundary from elsewhere (a remote `session.terminate` over MQTT): the console
+        # stops after the turn in progress, as after "goodbye". Read by a daemon thread, so a readline blocked on
+        # an open stdin never holds up that exit.
+        inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        _feed_lines(stdin, inbox)
+        next_line = inbox.get
+        runtime.boundary.on_end(lambda session_id, reason: inbox.put_nowait(None))
         if console is not None:
-            # typed in the page or on stdin, whichever comes; the page's "end" is like the end of input
-            inbox: asyncio.Queue[str | None] = asyncio.Queue()
-            _feed_lines(stdin, inbox)
-            next_line = inbox.get
             await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
             StateSignal(state=state, session_id=runner.conversation.session_id))

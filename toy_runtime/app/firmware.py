@@ -42,10 +42,15 @@ class DeviceLink:
     adapter: Any
     router: HostEventRouter
     tasks: list[asyncio.Task] = field(default_factory=list)
+    grace_s: float = 2.0  # how long in-flight remote commands may take to finish and answer at close
 
     async def aclose(self) -> None:
         tasks, self.tasks = list(self.tasks), []
-        for task in tasks:  # in-flight remote commands end before the runtime under them closes
+        if tasks:
+            # A remote `session.terminate` is what closes the console: its `ok` must still reach the sender. What
+            # is still running after the grace is cancelled, before the runtime under it closes.
+            await asyncio.wait(tasks, timeout=self.grace_s)
+        for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         try:
