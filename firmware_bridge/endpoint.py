@@ -305,6 +305,7 @@ class MqttEndpoint:
             self._set_state(ConnectionState.STOPPED)
             for inbox in self._inboxes:
                 inbox.close()
+            self._bad_log.flush()
 
     def _on_stop_publish(self) -> list[tuple[str, bytes]]:
         return []

@@ -30,6 +30,7 @@ class LimitedLog:
         self._window_start: float | None = None
         self._in_window = 0
         self._suppressed = 0
+        self._level = logging.WARNING  # of the lines left out, for their summary
 
     def log(self, level: int, msg: str, *args: Any) -> bool:
         """Log one line unless this window's burst is used up. Returns True if it was logged."""
@@ -45,12 +46,23 @@ class LimitedLog:
             else:
                 self._suppressed += 1
                 self.suppressed_total += 1
+                self._level = level
         if summary:
-            self.logger.log(level, "%d more %s line(s) were not logged in the last %.0f s", summary, self.what,
-                            self.window_s)
+            self._summarize(level, summary)
         if allowed:
             self.logger.log(level, msg, *args)
         return allowed
+
+    def flush(self) -> None:
+        """Say now how many lines this window left out (e.g. when the endpoint stops), so no flood goes unsaid."""
+        with self._lock:
+            summary, self._suppressed = self._suppressed, 0
+        if summary:
+            self._summarize(self._level, summary)
+
+    def _summarize(self, level: int, count: int) -> None:
+        self.logger.log(level, "%d more %s line(s) were not logged in the last %.0f s", count, self.what,
+                        self.window_s)
 
     def warning(self, msg: str, *args: Any) -> bool:
         """`log(WARNING, ...)`."""

@@ -33,6 +33,17 @@ def test_a_burst_per_window_then_one_summary_line(caplog: pytest.LogCaptureFixtu
     assert limited.suppressed_total == 8
 
 
+def test_flush_says_what_was_left_out_once(caplog: pytest.LogCaptureFixture) -> None:
+    limited = LimitedLog(logging.getLogger("test.ratelog"), "bad-message", burst=1, window_s=60, clock=Clock())
+    with caplog.at_level(logging.WARNING, logger="test.ratelog"):
+        for i in range(4):
+            limited.error("bad %d", i)
+        limited.flush()
+        limited.flush()  # nothing new: no second summary
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.ERROR, "bad 0"), (logging.ERROR, "3 more bad-message line(s) were not logged in the last 60 s")]
+
+
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError):
         LimitedLog(logging.getLogger("x"), "x", burst=0)
