@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Callable
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
@@ -198,6 +199,45 @@ def test_remote_terminate_ends_chat_like_goodbye_and_garbage_before_it_is_a_few_
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
     assert len(lines) <= 12 and all(len(line) < 500 for line in lines), stderr  # a burst and one summary at most
+
+
+def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tmp_path):
+    """`run` on the virtual sound card: the talk button opens a session, a remote `session.terminate` answers `ok`
+    and really closes it (the service itself keeps running, back to idle)."""
+    from toy_runtime.testing.services import audit_records, end_process, wait_for
+
+    env = child_env()
+    env.update(sound_card.runtime_env)
+    env.update(TOY_STATE_DIR=str(tmp_path), TOY_AUDIO__INPUT_DEVICE="pulse", TOY_AUDIO__OUTPUT_DEVICE="pulse",
+               TOY_SESSION__IDLE_TIMEOUT_S="600")  # only the terminate may close it
+    audit = tmp_path / "audit.jsonl"
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy13/command/result", "toy/toy13/state"])
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run", "--mqtt-url", broker.url, "--device-id",
+                             "toy13"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def next_of(suffix: str, wanted: Callable[[dict], bool]) -> dict:
+        deadline = time.monotonic() + 60  # safety net only
+        while True:
+            topic, payload, _ = app.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            if topic.endswith(suffix) and wanted(value := json.loads(payload)):
+                return value
+
+    try:
+        app.wait_ready()
+        wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)
+        app.publish("toy/toy13/button", {"v": 1, "action": "press", "seq": 1})
+        next_of("state", lambda state: state["state"] == "listening")
+        app.publish("toy/toy13/command", {"v": 1, "command_id": "bye", "name": "session.terminate",
+                                          "arguments": {"reason": "bedtime"}, "actor": "app"})
+        result = next_of("command/result", lambda r: r["command_id"] == "bye")
+        next_of("state", lambda state: state["state"] == "idle")
+        closed = wait_for(lambda: audit_records(audit, "voice.session_closed"), 30, "the session to close", proc)
+        assert proc.poll() is None  # the service goes on; only the session ended
+    finally:
+        end_process(proc)
+        app.close()
+    assert result["status"] == "ok" and result["result"]["terminated"] is True
+    assert [r["reason"] for r in closed] == ["closed"]
 
 
 def test_auth_failure_is_one_clear_line(tmp_path):
