@@ -65,7 +65,9 @@ class RemoteCommandRunner:
                                  timezone=self.timezone_name)
         request = EventRequest(name=definition.name, turn_id=f"remote.{command_id}", source=SourceProtocol.HOST,
                                arguments=dict(arguments), event_id=event.event_id)
-        run = self.kernel.open_batch("remote", request.turn_id, context)
+        # no words to read and nobody to answer a question: never let the EventAgent guess what a remote sender
+        # left out (the schema already refused what it could; this closes the rest)
+        run = self.kernel.open_batch("remote", request.turn_id, context, use_fallback=False)
         run.add(request)
         run.close()
         outcome = await run.wait()
