@@ -157,6 +157,46 @@ async def test_bad_arguments_are_answered_invalid_by_the_schema_and_never_reach_
     assert sorted(r["command_id"] for r in refused) == sorted(bad)
 
 
+class GatedMixer(MemoryMixer):
+    """The in-memory mixer whose level changes wait until the test opens `gate` (commands stay in flight)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.gate = asyncio.Event()
+
+    async def set_level(self, percent: int):
+        await self.gate.wait()
+        return await super().set_level(percent)
+
+
+async def test_commands_over_the_in_flight_cap_are_refused_busy_at_once(broker, tmp_path):
+    """A flood of valid commands once piled up one task each; now the link holds `max_commands` at a time and
+    answers the rest `refused`/`busy` at once (audited), and the held ones still finish."""
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy14"})
+    audit, mixer = MemoryAudit(), GatedMixer(level=50)
+    runtime = build_runtime(settings, audit=audit, mixer=mixer)
+    link = await start_device_link(runtime, max_commands=2)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy14/command/result"])
+    try:
+        await asyncio.to_thread(app.wait_ready)
+        for n in range(1, 5):
+            app.publish("toy/toy14/command", {"v": 1, "command_id": f"c{n}", "name": "device.volume.adjust",
+                                              "arguments": {"mode": "absolute", "value": 10 * n}, "actor": "app"})
+        refused = await collect_results(app, 2)  # c1, c2 wait at the mixer's gate: only c3, c4 can answer
+        mixer.gate.set()
+        held = await collect_results(app, 2)
+    finally:
+        app.close()
+        await link.aclose()
+        await runtime.aclose()
+    assert {k: (r["status"], r["error"]["code"]) for k, r in refused.items()} == {
+        "c3": ("refused", "busy"), "c4": ("refused", "busy")}
+    assert sorted(held) == ["c1", "c2"] and all(r["status"] != "refused" for r in held.values())
+    busy = [r for r in audit.of("remote.refused") if r.get("reason") == "busy"]
+    assert sorted(r["command_id"] for r in busy) == ["c3", "c4"]
+
+
 def test_remote_terminate_ends_chat_like_goodbye_and_garbage_before_it_is_a_few_lines(broker, tmp_path):
     """`chat` with MQTT, stdin left open (a person who has not typed anything): a remote `session.terminate` once
     answered `ok` while the session went on. Now chat exits 0 as after "goodbye", the `ok` still reaches the app,
