@@ -11,14 +11,11 @@ volume signal, command results and its own presence (`online`, last will `offlin
 
 from __future__ import annotations
 
-import logging
 from typing import Any, AsyncIterator
 
 from . import protocol as p
 from .config import BridgeConfig, MqttUrl, parse_mqtt_url
 from .endpoint import BridgeAuthError, BridgeError, ConnectionState, EndpointStats, MqttEndpoint
-
-log = logging.getLogger("firmware_bridge")
 
 __all__ = [
     "BridgeAuthError", "BridgeClient", "BridgeConfig", "BridgeError", "ConnectionState", "EndpointStats", "MqttUrl",

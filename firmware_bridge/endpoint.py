@@ -12,7 +12,8 @@ What it guarantees (docs/mqtt.md):
 - Before the first good connection, an untrusted certificate, a failed TLS handshake or a URL in the wrong dialect
   (plain to a TLS port or back) stops the retries too: state REJECTED, one line naming the cause (failures.py).
   Refused, reset, timed out: retried, one warning per cause per outage; `wait_connected(fail_fast=True)` says so at once.
-- Inbound messages are parsed on the network thread; bad ones are logged, counted and dropped without killing the loop;
+- Inbound messages are parsed on the network thread; bad ones are logged (one line, rate-limited: ratelog.py), counted
+  and dropped without killing the loop;
   good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (inbox.py; oldest dropped).
 - TCP_NODELAY on the socket (request/reply over loopback costs ~0.3 ms instead of ~40-90 ms with Nagle).
 """

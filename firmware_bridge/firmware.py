@@ -3,14 +3,11 @@ state, the volume signal and the runtime's presence."""
 
 from __future__ import annotations
 
-import logging
 from typing import AsyncIterator
 
 from . import protocol as p
 from .config import BridgeConfig
 from .endpoint import MqttEndpoint
-
-log = logging.getLogger("firmware_bridge")
 
 
 class FirmwareClient(MqttEndpoint):
