@@ -238,7 +238,8 @@ def test_remote_terminate_ends_chat_like_goodbye_and_garbage_before_it_is_a_few_
     assert results["bye"]["status"] == "ok" and results["bye"]["result"]["terminated"] is True
     assert "Traceback" not in stderr
     lines = stderr.splitlines()
-    assert len(lines) <= 12 and all(len(line) < 500 for line in lines), stderr  # a burst and one summary at most
+    # 84 bad messages: a burst of 10 and one summary line, with room for a start-up warning on a loaded machine
+    assert len(lines) <= 15 and all(len(line) < 500 for line in lines), stderr
 
 
 def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tmp_path):
