@@ -186,15 +186,20 @@ class Simulator:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="firmware-sim", description=__doc__.split("\n")[0])
+    # The whole docstring (keys, script mode, exit codes), its own line breaks kept: its first line alone stopped
+    # mid-sentence.
+    description = __doc__.replace("`firmware-sim`: the", "The", 1)
+    parser = argparse.ArgumentParser(prog="firmware-sim", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mqtt-url", default="mqtt://127.0.0.1:1883", help="mqtt://HOST:PORT or mqtts://HOST:PORT")
-    parser.add_argument("--device-id", default="toy1")
+    parser.add_argument("--device-id", default="toy1", help="the toy's id in its topics toy/<ID>/... (default toy1)")
     parser.add_argument("--username", default=None, help=f"password from ${PASSWORD_ENV}")
     parser.add_argument("--ca-file", default=None, help="CA bundle for mqtts://")
-    parser.add_argument("--protocol", choices=["5", "3.1.1"], default="5")
+    parser.add_argument("--protocol", choices=["5", "3.1.1"], default="5", help="MQTT protocol version (default 5)")
     parser.add_argument("--script", default=None, help='non-interactive steps, e.g. "press,sleep:0.3,release"')
     parser.add_argument("--expect-timeout", type=float, default=5.0, help="seconds an expect step may wait")
-    parser.add_argument("--connect-timeout", type=float, default=10.0)
+    parser.add_argument("--connect-timeout", type=float, default=10.0,
+                        help="seconds to wait for the broker before exit code 2")
     parser.add_argument("--linger", type=float, default=0.0, help="script mode: keep showing messages this long")
     return parser
 

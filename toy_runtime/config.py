@@ -20,8 +20,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
 from .config_values import check_url as _check_url, literal_from_text
+from .system_zone import system_timezone
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
+MIN_WEB_TOKEN_CHARS = 16  # ~96 bits from token_urlsafe: not guessable over a home network
+MAKE_WEB_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
 
 DEFAULT_PERSONA = (
     "You are Pip, a warm, playful talking toy for a young child. Answer in one to three short, simple sentences "
@@ -79,7 +82,7 @@ class AgentConfig(Section):
     history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
     fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"
     offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
-    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye requests without the LLM")
+    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye/reminder requests without the LLM")
     first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
     holding_cue_after_s: float = Field(
         1.5, gt=0, description="when nothing was spoken this long after the end of the child's speech, one short "
@@ -106,7 +109,8 @@ class EventsConfig(Section):
 class SessionConfig(Section):
     """Conversation/session behaviour."""
 
-    timezone: str = "UTC"
+    timezone: str = Field(default_factory=system_timezone,
+                          description="IANA zone; default: the device's own (TZ, else /etc/localtime)")
     idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
     barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
     listen_mode: Literal["always", "push_to_talk"] = "always"
@@ -208,12 +212,25 @@ class MqttConfig(Section):
     """Firmware bridge connection; disabled while url is None."""
 
     url: str | None = Field(None, description="mqtt://host:1883 or mqtts://host:8883")
-    device_id: str = Field("toy1", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    device_id: str = Field("toy1", description="one MQTT topic level; the rule is the protocol's own "
+                           "(firmware_bridge.protocol.validate_device_id, docs/mqtt.md)")
     username: str | None = None
     password: SecretStr | None = Field(None, description="from the environment only (TOY_MQTT__PASSWORD)")
     ca_file: Path | None = None
     protocol: Literal["5", "3.1.1"] = "5"
     keepalive_s: int = Field(30, ge=5, le=600)
+    @field_validator("device_id")
+    @classmethod
+    def _device_id_is_one_topic_level(cls, value: str) -> str:
+        # One rule, one place: the bridge refuses what this would let through otherwise (and the other way round).
+        from firmware_bridge.protocol import ProtocolError, validate_device_id
+
+        try:
+            return validate_device_id(value)
+        except ProtocolError as exc:
+            raise ValueError(f"{value!r} is not one MQTT topic level: a letter or digit first, then up to 63 of "
+                             "letters, digits, '_', '.', ':' or '-'") from exc
+
     @field_validator("url")
     @classmethod
     def _no_credentials_in_url(cls, value: str | None) -> str | None:
@@ -236,6 +253,25 @@ class CalendarConfig(Section):
     path: Path | None = Field(None, description="SQLite file; None = <state_dir>/calendar.sqlite3")
     max_late_s: int = Field(600, ge=0, description="reminders later than this after downtime are recorded as missed")
     reminder_style: Literal["template", "chat_agent"] = "template"
+    # a part of day said without an hour ("tomorrow morning", "明天早上") is this household time, said back in the
+    # confirmation, instead of a "what time?" question (plugins/timeparse.py; defaults: DEFAULT_DAYPARTS there)
+    morning: str = Field("08:00", description="HH:MM for 'morning' / 早上 / 上午 without an hour")
+    afternoon: str = Field("15:00", description="HH:MM for 'afternoon' / 下午 without an hour")
+    evening: str = Field("18:00", description="HH:MM for 'evening' / 晚上 without an hour")
+    tonight: str = Field("20:00", description="HH:MM for 'tonight' / 今晚 without an hour")
+
+    @field_validator("morning", "afternoon", "evening", "tonight")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        if not re.fullmatch(r"(?:[01]?\d|2[0-3]):[0-5]\d", value.strip()):
+            raise ValueError(f"{value!r} is not a time of day HH:MM (24-hour clock, e.g. \"08:00\")")
+        return value.strip()
+
+    def dayparts(self) -> dict[str, tuple[int, int]]:
+        """{"morning": (8, 0), …}: the part-of-day times as (hour, minute)."""
+        return {name: (int(v.split(":")[0]), int(v.split(":")[1]))
+                for name, v in (("morning", self.morning), ("afternoon", self.afternoon),
+                                ("evening", self.evening), ("tonight", self.tonight))}
 
 
 class SearchConfig(Section):
@@ -271,7 +307,14 @@ class WebConfig(Section):
     listen: str | None = Field(None, description="HOST:PORT to serve the console on, e.g. 127.0.0.1:8088")
     token: SecretStr | None = Field(None, validate_default=True,
                                     description="from the environment only (TOY_WEB__TOKEN); required for a "
-                                                "non-loopback address")
+                                                f"non-loopback address, at least {MIN_WEB_TOKEN_CHARS} characters "
+                                                "there; an empty or blank one is no token")
+    header_timeout_s: float = Field(10.0, gt=0, le=300,
+                                    description="a connection that has not sent a whole request within this long "
+                                                "of opening (or of its last answer) is closed")
+    max_connections: int = Field(128, ge=4, le=4096,
+                                 description="open console connections at most; at the cap the oldest that has not "
+                                             "sent a whole request or was refused is closed first")
 
     @field_validator("listen")
     @classmethod
@@ -285,13 +328,23 @@ class WebConfig(Section):
     @field_validator("token")
     @classmethod
     def _token_off_loopback(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        text = value.get_secret_value().strip() if value is not None else ""
+        # `TOY_WEB__TOKEN=` (a blank line in secrets.env) is no token: it must never count as one
+        value = SecretStr(text) if text else None
         listen = info.data.get("listen")
-        if value is None and listen is not None:
-            from .config_values import is_loopback, parse_listen
+        if listen is None:
+            return value
+        from .config_values import is_loopback, parse_listen
 
-            if not is_loopback(parse_listen(listen)[0]):
-                raise ValueError(f"required to serve the console on {listen}, which is not a loopback address "
-                                 "(set TOY_WEB__TOKEN)")
+        if is_loopback(parse_listen(listen)[0]):
+            return value
+        if value is None:
+            raise ValueError(f"required to serve the console on {listen}, which is not a loopback address (set "
+                             f"TOY_WEB__TOKEN; an empty one is no token), make one with: {MAKE_WEB_TOKEN}")
+        if len(text) < MIN_WEB_TOKEN_CHARS:
+            raise ValueError(f"too short ({len(text)} characters) to guard the console on {listen}, which is not "
+                             f"a loopback address: use at least {MIN_WEB_TOKEN_CHARS}, make one with: "
+                             f"{MAKE_WEB_TOKEN}")
         return value
 
 
@@ -312,7 +365,7 @@ class Settings(BaseSettings):
     llm: LLMConfig = LLMConfig()
     agent: AgentConfig = AgentConfig()
     events: EventsConfig = EventsConfig()
-    session: SessionConfig = SessionConfig()
+    session: SessionConfig = Field(default_factory=SessionConfig)  # its zone is read when settings are built
     audio: AudioConfig = AudioConfig()
     vad: VadConfig = VadConfig()
     asr: AsrConfig = AsrConfig()
@@ -420,7 +473,8 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
     try:
         if env is not None:
             os.environ.clear()
-            os.environ.update(env)
+            # TZ is the process's zone, not a TOY_ setting: a given `env` replaces the settings, not the zone
+            os.environ.update({"TZ": saved["TZ"]} if "TZ" in saved else {}, **env)
         Settings._toml_data = data
         try:
             settings = Settings(**overrides)

@@ -165,3 +165,17 @@ def test_a_voice_file_that_is_not_a_voice(tmp_path):
     proc = run_cli("demo", "--out", str(tmp_path / "out"), "--say", "hello",
                    env=clean_env(tmp_path / "state", TOY_TTS__VOICE_PATH=str(tmp_path / "voice.onnx")), timeout=300)
     assert one_line_error(proc).startswith(f"tts.voice_path: piper could not load {tmp_path}/voice.onnx: ")
+
+
+@pytest.mark.parametrize("device_id", ["_toy", "-toy", "toy/1", "toy+", "t" * 65])
+def test_a_device_id_the_protocol_refuses_is_refused_by_config(tmp_path, device_id):
+    # One rule, one place: `_toy` used to pass `config check` and then crash the MQTT link at start.
+    line = one_line_error(run_cli("config", "check", f"--device-id={device_id}", env=clean_env(tmp_path)))
+    assert line.startswith("mqtt.device_id: ") and "topic level" in line
+
+
+@pytest.mark.parametrize("device_id", ["toy.1", "toy:kitchen", "Toy_2-b"])
+def test_a_device_id_the_protocol_allows_passes_config(tmp_path, device_id):
+    # docs/mqtt.md allows '.' and ':'; config used to refuse `toy.1`.
+    proc = run_cli("config", "check", f"--device-id={device_id}", env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr

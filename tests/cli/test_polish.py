@@ -3,6 +3,7 @@ texts, library warnings on stderr in every command, journald priorities. Real su
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -147,3 +148,87 @@ def test_no_priority_prefix_when_stderr_is_not_the_journal(tmp_path):
     """JOURNAL_STREAM is inherited by children whose stderr went elsewhere: then no prefix."""
     proc = run_cli("config", "check", env=clean_env(tmp_path, TOY_VAD__HANGOVER_MS="5", JOURNAL_STREAM="8:12345"))
     assert proc.returncode == 2 and proc.stderr.startswith("toy-runtime: vad.hangover_ms: ")
+
+
+def test_firmware_sim_help_is_whole_and_every_option_says_what_it_is_for(tmp_path):
+    # The description used to be the docstring's first line, cut mid-sentence ("…as they arrive and").
+    proc = subprocess.run([sys.executable, "-m", "firmware_bridge.simulator", "--help"], capture_output=True,
+                          text=True, env=clean_env(tmp_path, COLUMNS="80"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "sends button presses from the keyboard" in proc.stdout and "exit codes" in proc.stdout
+    lines = proc.stdout.split("options:")[1].splitlines()
+    bare = [line for n, line in enumerate(lines) if re.fullmatch(r"\s{2}--[\w-]+( [A-Z_.]+)?", line)
+            and not (n + 1 < len(lines) and re.match(r"\s{8,}\S", lines[n + 1]))]
+    assert not bare, bare
+
+
+def test_human_lists_have_column_headers_and_turns_print_no_none(tmp_path):
+    events = run_cli("events", "list", env=clean_env(tmp_path))
+    assert events.stdout.splitlines()[0].split()[:2] == ["EVENT", "TOOL"], events.stdout
+    chat = run_cli("chat", input_text="set the volume to 30\n", env=clean_env(tmp_path))
+    assert chat.returncode == 0, chat.stderr
+    turn = [line for line in chat.stdout.splitlines() if "LLM call(s)" in line]
+    assert turn and "None" not in turn[0] and "ttft n/a" in turn[0], chat.stdout
+
+
+def test_schedules_list_has_column_headers(tmp_path):
+    env = clean_env(tmp_path)
+    with ScriptedLLMServer([Reply(text="Okay!<agent_events>calendar.schedule.create</agent_events>")]) as server:
+        created = run_cli("chat", "--llm-base-url", server.url, env=env,
+                          input_text="remind me to feed the cat tomorrow at 7 pm\n")
+    assert created.returncode == 0, created.stderr
+    listed = run_cli("schedules", "list", env=env)
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:3] == ["ID", "STARTS", "REPEAT"] and "feed the cat" in lines[1], listed.stdout
+
+
+def test_ctrl_c_at_the_idle_chat_prompt_exits_at_once(tmp_path):
+    """Ctrl-C at the prompt hung until Enter: a readline blocked in the loop's executor held up asyncio.run's exit.
+    Driven through a real terminal (a pty), as a person types it."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on the pty's terminal
+        os.execve(sys.executable, [sys.executable, "-m", "toy_runtime", "chat"], clean_env(tmp_path))
+    seen = b""
+    exit_code = None
+    try:
+        deadline = time.monotonic() + 120  # a safety net for a slow start, not the thing measured
+        while b"Ctrl-D to quit" not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                seen += os.read(fd, 4096)
+        assert b"Ctrl-D to quit" in seen, seen
+        os.write(fd, b"\x03")  # the terminal turns it into SIGINT for the foreground process
+        deadline = time.monotonic() + 60  # hung = never; nothing else is typed that could release it
+        while exit_code is None and time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exit_code = os.waitstatus_to_exitcode(status)
+            elif select.select([fd], [], [], 0.2)[0]:
+                with contextlib.suppress(OSError):
+                    seen += os.read(fd, 4096)
+    finally:
+        if exit_code is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert exit_code == 130, (exit_code, seen)
+    assert b"Traceback" not in seen, seen
+
+
+def test_a_dead_llm_endpoint_is_named_once_on_stderr(tmp_path):
+    """A dead --llm-base-url used to exit 0 with nothing on stderr: the owner only heard offline answers."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = run_cli("chat", "--llm-base-url", url, input_text="tell me a story\nand another one\n",
+                   env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "cannot connect to" in line]
+    assert len(said) == 1 and url in said[0] and "offline" in said[0], proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -71,6 +71,8 @@ MEANING = {
     ("mqtt", "url"): lambda tmp: {"env": {"TOY_MQTT__URL": "mqtt://127.0.0.1:99999"}},
     ("events", "enabled"): lambda tmp: {"env": {"TOY_EVENTS__ENABLED": '["device.explode"]'}},
     ("mqtt", "remote_capabilities"): lambda tmp: {"env": {"TOY_MQTT__REMOTE_CAPABILITIES": '["device.explode"]'}},
+    **{("calendar", part): (lambda tmp, part=part: {"env": {f"TOY_CALENDAR__{part.upper()}": "25:00"}})
+       for part in ("morning", "afternoon", "evening", "tonight")},
     ("asr", "model_path"): lambda tmp: {"env": {"TOY_ASR__ENGINE": "vosk",
                                                 "TOY_ASR__MODEL_PATH": str(tmp / "no-such-model")}},
 }

@@ -8,7 +8,8 @@ import pytest
 
 from toy_runtime.agent.prompts import RESULTS_PREFIX
 from toy_runtime.events import EventStatus
-from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.fakes.device import MemoryMixer
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 from .conftest import MODES
 
@@ -180,7 +181,7 @@ async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, llm_se
     h = make_harness(mode=mode, base_url="http://unused")
     with __import__("toy_runtime.testing.scripted_llm", fromlist=["x"]).ScriptedLLMServer(answer) as server:
         h = make_harness(mode=mode, base_url=server.url)
-        turn = await h.turn("remind me to go to the park tomorrow morning")
+        turn = await h.turn("remind me to go to the park tomorrow night")
     [event] = turn.events
     assert event.status is EventStatus.NEEDS_CLARIFICATION
     assert turn.speech(answer=2) and turn.speech(answer=2)[0].endswith("?")
@@ -272,7 +273,7 @@ async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server,
     llm_server.add(Reply(text="Sure thing.<agent_events>session.terminate", chunk_size=2))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
     first = await h.turn("turn it up a bit")
-    assert first.speech(answer=1) == ["3 < 5 is true!"]
+    assert first.speech(answer=1) == ["3 less than 5 is true!"]  # a comparison is said in words, never as a sign
     assert [e.name for e in first.events] == ["device.volume.adjust"]
     assert first.metrics["dropped_events"] == ["device.explode"]
     assert first.speech(answer=2) == ["Hmm, I couldn't do that just now."]  # no promise left standing
@@ -343,6 +344,54 @@ async def test_event_agent_fallback_in_dual_mode_sees_only_its_schema(make_harne
         turn = await h.turn("do the volume thing")
         assert len(server.requests) == 2
     assert turn.events[0].arguments == {"mode": "unmute"} and turn.events[0].fallback_used
+
+
+@pytest.mark.parametrize("fault", ["http_500", "garbage", "disconnect"])
+async def test_an_event_agent_failure_inside_a_turn_fails_the_event_truthfully(fault, make_harness):
+    """dual_agent marks a volume change the words cannot resolve; EventAgent, asked for the arguments, fails.
+    The turn still ends, the event is failed (never run with guessed arguments), the failure is audited, nothing
+    spoken promises the change, and the next turn works."""
+    def answer(request):
+        if isinstance(request.get("tool_choice"), dict):  # EventAgent's forced named call
+            return Reply(fault=fault)
+        if "again" in json.dumps(request["messages"][-1]):
+            return Reply(text="Hello again!")
+        return Reply(text="Let me try.<agent_events>device.volume.adjust</agent_events>")
+
+    mixer = MemoryMixer()
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode="dual_agent", base_url=server.url, mixer=mixer)
+        level = mixer.level
+        turn = await h.turn("do the volume thing")
+        [event] = turn.events
+        assert event.fallback_used
+        assert mixer.level == level  # nothing ran on invented arguments
+        assert turn.metrics["event_agent"]["calls"] == 1
+        [fallback] = h.audit.of("event.fallback")
+        assert fault.replace("garbage", "protocol").replace("disconnect", "") in json.dumps(fallback), fallback
+        # the child is asked, not told it happened
+        assert event.status is EventStatus.NEEDS_CLARIFICATION, event.status
+        assert turn.speech()[1:] and "?" in turn.speech()[1], turn.speech()
+        again = await h.turn("hello again")
+    assert again.speech() == ["Hello again!"]
+
+
+async def test_event_agent_asks_the_configured_event_model(make_harness):
+    """`[llm] event_model` sends EventAgent's fallback to a smaller model; ChatAgent keeps `model`."""
+    models: dict[str, str] = {}
+
+    def answer(request):
+        if isinstance(request.get("tool_choice"), dict):
+            models["event_agent"] = request["model"]
+            return Reply(tool_calls=[("adjust_device_volume", json.dumps({"mode": "unmute"}))])
+        models["chat"] = request["model"]
+        return Reply(text="Okay!<agent_events>device.volume.adjust</agent_events>")
+
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode="dual_agent", base_url=server.url, event_model="tiny-event-model")
+        turn = await h.turn("do the volume thing")
+    assert turn.events[0].fallback_used and turn.events[0].status is EventStatus.SUCCEEDED
+    assert models == {"chat": "scripted-model", "event_agent": "tiny-event-model"}
 
 
 @pytest.mark.parametrize("fault", ["http_500", "drop_before_done", "empty_stream",

@@ -168,6 +168,25 @@ async def test_host_event_opens_a_session_and_speaks_the_reminder(tmp_path):
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
+async def test_a_spoken_reminder_is_part_of_the_conversation(tmp_path):
+    """The child's answer to a reminder ("I already did it!") reaches the model with the reminder before it."""
+    reminder = "Reminder: it's time to brush your teeth."
+    with ScriptedLLMServer([Reply(text="Great job, your teeth are sparkly!")]) as llm:
+        rig = Rig(tmp_path, llm.url, idle_timeout_s=30.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"))
+        assert await deliver_host_event(rig.loop, event, reminder)
+        await rig.mic.put(utterance("I already did it!"))
+        await until(lambda: len(rig.loop.records) >= 1)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    [request] = llm.requests
+    dialogue = [(m["role"], m["content"]) for m in request["messages"] if m["role"] != "system"]
+    assert dialogue == [("assistant", reminder), ("user", "I already did it!")]
+
+
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 async def test_idle_timeout_and_close_request(tmp_path):
     with ScriptedLLMServer([]) as llm:
         rig = Rig(tmp_path, llm.url, idle_timeout_s=0.2)

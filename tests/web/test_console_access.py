@@ -24,7 +24,8 @@ def test_a_non_loopback_bind_without_a_token_is_refused_with_one_line(tmp_path):
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 2, (command, err)
         assert err.splitlines() == ["toy-runtime: web.token: required to serve the console on 0.0.0.0:8088, which "
-                                    "is not a loopback address (set TOY_WEB__TOKEN)"], err
+                                    "is not a loopback address (set TOY_WEB__TOKEN; an empty one is no token), make "
+                                    "one with: python -c 'import secrets; print(secrets.token_urlsafe(24))'"], err
         assert out == ""
 
 

@@ -143,6 +143,7 @@ class ChatClient:
         self._openai: Any = None
         self._client: Any = None
         self._opening: asyncio.Lock | None = None
+        self._told_unreachable = False  # the owner hears "cannot connect" once per outage, not once per turn
 
     @property
     def ready(self) -> bool:
@@ -164,8 +165,17 @@ class ChatClient:
             log.debug("LLM stream rehearsal failed: %s", exc)
         try:
             await client.models.list(timeout=self._connect_timeout_s)
-        except Exception as exc:  # unreachable, or no /models: the first turn connects itself
+        except self._openai.APIConnectionError as exc:  # nothing listens there: the owner should know why
+            self._tell_unreachable(exc)
+        except Exception as exc:  # no /models, or it answered an error: the first turn connects itself
             log.debug("LLM pre-connect failed: %s", exc)
+
+    def _tell_unreachable(self, exc: Exception) -> None:
+        """One warning line per outage: a dead endpoint otherwise only shows as offline answers."""
+        if not self._told_unreachable:
+            self._told_unreachable = True
+            log.warning("cannot connect to %s (%s); offline answers until it answers",
+                        self.base_url, _short(str(exc.__cause__ or exc), 120))
 
     async def _connection_for(self, stats: CallStats) -> Any:
         """The client; when it had to be built first, that time is `stats.setup_ms` and the provider's clock
@@ -306,6 +316,8 @@ class ChatClient:
         except self._openai.APIConnectionError as exc:
             # refused before anything came back = unreachable; after = a broken stream
             code = "disconnect" if saw_chunk else "connect"
+            if code == "connect":
+                self._tell_unreachable(exc)
             raise self._fault(stats, code, str(exc.__cause__ or exc)) from None
         except self._openai.APIStatusError as exc:
             raise self._fault(stats, f"http_{exc.status_code}", _short(exc.message)) from None
@@ -318,6 +330,7 @@ class ChatClient:
             if stats.usage_source != "provider":
                 stats.prompt_tokens = estimate_prompt_tokens(messages, tools)
                 stats.completion_tokens = estimate_tokens("".join(completion_text))
+        self._told_unreachable = False  # it answered: a later outage is news again
         if not saw_chunk:
             raise self._fault(stats, "empty_stream", "the stream ended without any chunk")
         if stats.finish_reason is None:
@@ -339,6 +352,10 @@ class ChatClient:
             raise self._fault(stats, "protocol", _short(str(exc))) from None
         finally:
             stats.finished_at = time.perf_counter()
+        if not hasattr(response, "choices"):
+            # a 200 whose body is no completion (a proxy's HTML page): the SDK hands back the text as it is
+            raise self._fault(stats, "protocol", "the answer is not a chat completion: "
+                              + _short(str(response), 80))
         if response.usage is not None:
             stats.prompt_tokens = response.usage.prompt_tokens or 0
             stats.completion_tokens = response.usage.completion_tokens or 0

@@ -33,9 +33,14 @@ def render(item: TurnItem, json_lines: bool) -> str | None:
         m = item.metrics
         ttft = (m.get("first_answer") or {}).get("ttft_ms")
         return (f"  · turn {item.turn_id}: {item.llm_calls} LLM call(s), first speech "
-                f"{m.get('first_speech_ms')} ms, ttft {ttft} ms, total {m.get('total_ms')} ms"
+                f"{_ms(m.get('first_speech_ms'))}, ttft {_ms(ttft)}, total {_ms(m.get('total_ms'))}"
                 + (" — session ended" if item.terminated else ""))
     return None
+
+
+def _ms(value: float | int | None) -> str:
+    """A duration for people: "820 ms", or "n/a" when the turn had no such moment (no model call, nothing said)."""
+    return "n/a" if value is None else f"{value:.0f} ms"
 
 
 def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
@@ -46,9 +51,12 @@ def _feed_lines(stream: TextIO, inbox: asyncio.Queue) -> None:
     loop = asyncio.get_running_loop()
 
     def read() -> None:
-        for line in iter(stream.readline, ""):
-            loop.call_soon_threadsafe(inbox.put_nowait, line)
-        loop.call_soon_threadsafe(inbox.put_nowait, None)
+        try:
+            for line in iter(stream.readline, ""):
+                loop.call_soon_threadsafe(inbox.put_nowait, line)
+            loop.call_soon_threadsafe(inbox.put_nowait, None)
+        except (RuntimeError, ValueError):
+            return  # the loop closed (the session ended, Ctrl-C) or stdin was closed under us: nobody is listening
 
     threading.Thread(target=read, name="chat-stdin", daemon=True).start()
 
@@ -68,10 +76,11 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
         await runtime.warm()  # the first reply should not pay for importing the LLM SDK
         bridge = await start_link(runtime, console)
         runner = runtime.new_turn_runner()
-        # typed in the page or on stdin, whichever comes; the page's "end" is like the end of input, and so is an
-        # end through the session boundary from elsewhere (a remote `session.terminate` over MQTT): the console
-        # stops after the turn in progress, as after "goodbye". Read by a daemon thread, so a readline blocked on
-        # an open stdin never holds up that exit.
+        # stdin is read by a daemon thread, never the loop's executor: a readline blocked at the idle prompt would
+        # make asyncio.run wait for it on Ctrl-C (the command hung until Enter). Typed in the page or on stdin,
+        # whichever comes; the page's "end" is like the end of input, and so is an end through the session boundary
+        # from elsewhere (a remote `session.terminate` over MQTT): the console stops after the turn in progress, as
+        # after "goodbye".
         inbox: asyncio.Queue[str | None] = asyncio.Queue()
         _feed_lines(stdin, inbox)
         next_line = inbox.get
@@ -103,6 +112,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
+            runner.conversation.add_announcement(speech.text)  # the next line typed may answer it
             return True
 
         router = runtime.router  # one router per runtime: the MQTT link's runners are bound here too

@@ -139,7 +139,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
 
     calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
-                        volume_step=settings.volume.step, search_results=settings.search.max_results)
+                        volume_step=settings.volume.step, search_results=settings.search.max_results,
+                        dayparts=settings.calendar.dayparts())
     registry = default_registry(ports).subset(settings.events.enabled)
 
     chat_client = chat_agent = event_agent = None
@@ -189,6 +190,6 @@ def offline_registry(settings: Settings, *, as_configured: bool = False) -> Even
     searching = not as_configured or bool(settings.search.url) or settings.search.provider == "static"
     ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
                         search=StaticSearch() if searching else None, signals=None, volume_step=settings.volume.step,
-                        search_results=settings.search.max_results)
+                        search_results=settings.search.max_results, dayparts=settings.calendar.dayparts())
     registry = default_registry(ports)
     return registry.subset(settings.events.enabled) if as_configured else registry

@@ -30,9 +30,13 @@ async def list_schedules(settings, as_json: bool, include_inactive: bool) -> int
         return 0
     if not rows:
         print(f"no schedules in {settings.calendar_path}")
+        return 0
+    id_width = max(len("ID"), *(len(str(row["id"])) for row in rows))
+    start_width = max(len("STARTS"), *(len(str(row["start_at"])) for row in rows))
+    print(f"{'ID':<{id_width}}  {'STARTS':<{start_width}}  {'REPEAT':<8} {'STATUS':<9} TITLE")
     for row in rows:
         repeat = (row.get("recurrence") or {}).get("frequency", "once")
-        print(f"{row['id']}  {row['start_at']}  {repeat:<8} {row['status']:<9} {row['title']}"
+        print(f"{row['id']:<{id_width}}  {row['start_at']:<{start_width}}  {repeat:<8} {row['status']:<9} {row['title']}"
               + (f"  (next reminder {row['next_reminder_at']})" if row.get("next_reminder_at") else ""))
     return 0
 

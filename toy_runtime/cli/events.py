@@ -34,6 +34,7 @@ def cmd_events_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
     else:
+        print(f"{'EVENT':<28} {'TOOL':<22} {'RESULT POLICY':<20} DESCRIPTION")
         for row in rows:
             print(f"{row['name']:<28} {row['tool_name']:<22} {row['result_policy']:<20} {row['description']}")
     return 0

@@ -90,4 +90,6 @@ class AuditKind(StrEnum):
     # --- the debug console (web/) ---
     CONSOLE_STARTED = "console.started", "the debug console is serving: its URL and whether a token is needed"
     CONSOLE_REFUSED = "console.refused", "a console request refused (bad token, foreign origin...)"
+    CONSOLE_REFUSED_SUMMARY = ("console.refused_summary", "refusals past the first few of a window, counted per peer: "
+                               "how many and for which reasons")
     CONSOLE_CONTROL = "console.control", "a control action from the console page and its outcome"

@@ -88,7 +88,8 @@ class WebConsole:
                      "state": "not configured" if not mqtt.url else "connecting"},
         })
         self.server = ConsoleServer(self.hub, controls, runtime.audit, host=host, port=port, token=token,
-                                    loopback=is_loopback(host))
+                                    loopback=is_loopback(host), header_timeout_s=settings.web.header_timeout_s,
+                                    max_connections=settings.web.max_connections)
         try:
             await self.server.start()
         except OSError as exc:

@@ -6,7 +6,10 @@ Who may use it:
   site cannot post one).
 - With a token (required off loopback): every request carries it, as the `toy_console` cookie that
   `/?token=…` sets once (HttpOnly, SameSite=Strict) or as `Authorization: Bearer …`; controls check the Origin too.
-Every control, accepted or refused, is audited.
+Every control is audited; refusals too, the first few per peer in full and the rest summarised (`refusals.py`).
+Against a hostile neighbour: a whole request header within `header_timeout_s` (aiohttp's idle timeout, which runs
+from the moment a connection opens), at most `max_connections` open with the untrusted ones closed first
+(`listener.py`), and malformed requests logged as one short line each within a budget (`log_budget.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 from importlib import resources
 from typing import Any
 
@@ -22,11 +26,17 @@ from aiohttp import web
 from ..events import AuditKind
 from .controls import ControlError, Controls
 from .hub import ConsoleHub
+from .listener import ConsoleListener
+from .log_budget import BadRequestLogFilter
+from .refusals import RefusalLedger
 
 __all__ = ["ConsoleServer"]
 
 COOKIE = "toy_console"
 KEEPALIVE_S = 15.0
+TICK_S = 15.0  # how often pending refusal summaries and held log lines are written
+MAX_AUDITED_PATH = 200
+log = logging.getLogger("toy_runtime.web")
 _CLOSED = {"type": "closed"}
 _ASSETS = {"app.js": "text/javascript", "style.css": "text/css", "index.html": "text/html"}
 
@@ -35,16 +45,25 @@ class ConsoleServer:
     """Serves one runtime's console on HOST:PORT until `aclose()`."""
 
     def __init__(self, hub: ConsoleHub, controls: Controls, audit, *, host: str, port: int,
-                 token: str | None, loopback: bool) -> None:
+                 token: str | None, loopback: bool, header_timeout_s: float = 10.0,
+                 max_connections: int = 128) -> None:
         self.hub = hub
         self.controls = controls
         self.audit = audit
         self.host = host
         self.port = port
-        self.token = token
+        # a blank token is no token: it must never count as one, nor switch the loopback Host check off
+        self.token = (token or "").strip() or None
         self.loopback = loopback
+        if self.token is None and not loopback:
+            raise ValueError(f"the console on {host} is not on loopback and needs a token")
+        self.header_timeout_s = header_timeout_s
+        self.max_connections = max_connections
+        self.refusals = RefusalLedger(audit)
+        self.listener: ConsoleListener | None = None
         self._runner: web.AppRunner | None = None
-        self._streams: set[asyncio.Task] = set()
+        self._log_filter = BadRequestLogFilter()
+        self._ticker: asyncio.Task | None = None
 
     # -- life ----------------------------------------------------------------------------------------
 
@@ -55,22 +74,48 @@ class ConsoleServer:
         app.router.add_get("/static/{name}", self._asset)
         app.router.add_get("/events", self._events)
         app.router.add_post("/api/{action}", self._control)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        # keepalive_timeout runs from the moment a connection opens until a whole request has come (and again after
+        # each answer): it is the header read timeout, so a half-sent header cannot hold a connection
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0,
+                                     keepalive_timeout=self.header_timeout_s)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        self.listener = ConsoleListener(self._runner.server, host=self.host, port=self.port,
+                                        max_connections=self.max_connections)
         try:
-            await site.start()
+            await self.listener.start()
         except OSError:
+            self.listener = None
             await self._runner.cleanup()
             raise
-        if self.port == 0:  # any free port was asked for
-            self.port = self._runner.addresses[0][1]
+        self.port = self.listener.port
+        logging.getLogger("aiohttp.server").addFilter(self._log_filter)
+        self._ticker = asyncio.create_task(self._tick(), name="console:refusal-summaries")
 
     async def aclose(self) -> None:
         self.hub.close_all(_CLOSED)  # ends each open stream at once
+        if self._ticker is not None:
+            self._ticker.cancel()
+            try:
+                await self._ticker
+            except asyncio.CancelledError:
+                pass
+            self._ticker = None
+        if self.listener is not None:
+            await self.listener.aclose()
+            self.listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            self.refusals.flush()
+            self._log_filter.flush(log, final=True)
+            logging.getLogger("aiohttp.server").removeFilter(self._log_filter)
+
+    async def _tick(self) -> None:
+        """Write the summaries of ended windows even when no further refusal comes to trigger them."""
+        while True:
+            await asyncio.sleep(TICK_S)
+            self.refusals.tick()
+            self._log_filter.flush(log)
 
     @property
     def url(self) -> str:
@@ -80,14 +125,14 @@ class ConsoleServer:
     # -- who may ask ---------------------------------------------------------------------------------
 
     def _host_ok(self, request: web.Request) -> bool:
-        if not self.loopback or self.token:
+        if not self.loopback or self.token is not None:
             return True
         host = request.headers.get("Host", "")
         return host in {f"127.0.0.1:{self.port}", f"localhost:{self.port}", f"[::1]:{self.port}",
                         f"{self.host}:{self.port}"}
 
     def _token_ok(self, request: web.Request) -> bool:
-        if not self.token:
+        if self.token is None:
             return True
         given = request.cookies.get(COOKIE) or ""
         auth = request.headers.get("Authorization", "")
@@ -100,8 +145,9 @@ class ConsoleServer:
         peer = request.remote or ""
         if not self._host_ok(request):
             return self._refuse(request, peer, 403, "host not allowed")
-        if self.token and request.method == "GET" and request.path == "/" and "token" in request.query:
+        if self.token is not None and request.method == "GET" and request.path == "/" and "token" in request.query:
             if hmac.compare_digest(request.query["token"].encode(), self.token.encode()):
+                self._trust(request)
                 response = web.HTTPFound("/")
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict", path="/")
                 return response
@@ -114,11 +160,19 @@ class ConsoleServer:
                 return self._refuse(request, peer, 403, "cross-origin control refused")
             if request.content_type != "application/json":
                 return self._refuse(request, peer, 415, "controls take a JSON body")
+        self._trust(request)
         return await handler(request)
 
+    def _trust(self, request: web.Request) -> None:
+        if self.listener is not None:
+            self.listener.note_request(request.transport, trusted=True)
+
     def _refuse(self, request: web.Request, peer: str, status: int, reason: str) -> web.Response:
+        if self.listener is not None:
+            self.listener.note_request(request.transport, trusted=False)
         if request.method == "POST" or status == 401:
-            self.audit.record(AuditKind.CONSOLE_REFUSED, path=request.path, method=request.method, peer=peer, reason=reason)
+            self.refusals.refused(peer=peer, reason=reason, path=request.path[:MAX_AUDITED_PATH],
+                                  method=request.method)
         return web.Response(status=status, text=reason + "\n")
 
     # -- pages ---------------------------------------------------------------------------------------
