@@ -266,6 +266,18 @@ async def test_fallback_only_when_incomplete(recorder, context):
     assert r.resolution.value == "llm_fallback" and r.fallback_used and r.fallback_tokens == 42
 
 
+async def test_a_batch_opened_without_fallback_never_asks_the_model(recorder, context):
+    a = make_definition("test.alpha", "alpha", recorder.handler("a"))
+    fallback = ScriptedFallback({"test.alpha": {"n": 7}})
+    kernel = kernel_for(a, fallback=fallback)
+    run = kernel.open_batch("s1", "t1", context, use_fallback=False)
+    run.add(req("test.alpha", source=SourceProtocol.HOST))
+    run.close()
+    r = (await run.wait()).results[0]
+    assert r.status is EventStatus.NEEDS_CLARIFICATION and not r.fallback_used
+    assert fallback.calls == [] and recorder.calls == []
+
+
 async def test_incomplete_without_fallback_asks_a_question(recorder, context):
     a = make_definition("test.alpha", "alpha", recorder.handler("a"))
     kernel = kernel_for(a, fallback=ScriptedFallback({}))

@@ -109,15 +109,18 @@ class EventKernel:
         context: ResolveContext,
         *,
         on_result: ResultCallback | None = None,
+        use_fallback: bool = True,
     ) -> "BatchRun":
         """Start a batch that requests join while the model is still streaming.
 
         Each `add()` starts that request at once (dispatch never waits for the reply to end); `close()` says no more
         will come, which releases terminal events; `wait()` returns the outcome. The batch deadline runs from the
         dispatch (the first request added, or the close if none came), never from here: a long reply before its
-        first event must not eat the events' time.
+        first event must not eat the events' time. `use_fallback=False`: incomplete arguments are never sent to
+        the EventAgent (structured requests with no words to read, e.g. a remote command): they get the
+        clarification result instead.
         """
-        return BatchRun(self, session_id, turn_id, context, on_result)
+        return BatchRun(self, session_id, turn_id, context, on_result, use_fallback=use_fallback)
 
     async def execute(self, definition: EventDefinition, arguments: Mapping[str, Any], ctx: ExecutionContext):
         """Call the handler with the definition's timeout and (read-only only) retries."""
@@ -145,8 +148,9 @@ class BatchRun:
     """One batch in flight. Created by `EventKernel.open_batch`."""
 
     def __init__(self, kernel: EventKernel, session_id: str, turn_id: str, context: ResolveContext,
-                 on_result: ResultCallback | None) -> None:
+                 on_result: ResultCallback | None, *, use_fallback: bool = True) -> None:
         self.kernel = kernel
+        self.fallback = kernel.fallback if use_fallback else None
         self.session_id = session_id
         self.turn_id = turn_id
         self.context = context
@@ -277,7 +281,7 @@ class BatchRun:
 
     async def _process(self, slot: _Slot) -> EventResult:
         definition, request, kernel = slot.definition, slot.request, self.kernel
-        resolved = await resolve_request(kernel.registry, definition, request, self.context, kernel.fallback,
+        resolved = await resolve_request(kernel.registry, definition, request, self.context, self.fallback,
                                          self.audit)
         slot.resolved.set_result(resolved)
         if resolved.outcome == "invalid":
