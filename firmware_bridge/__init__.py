@@ -4,6 +4,7 @@
 - `config`    BridgeConfig and `parse_mqtt_url`
 - `failures`  why a connection attempt failed, and whether retrying can help
 - `inbox`     bounded inbound queues and the endpoint counters
+- `ratelog`   LimitedLog: lines a hostile client can trigger, cut to a burst per minute and summed up
 - `client`    BridgeClient, the runtime side (buttons/status/commands in; state/volume/results/presence out)
 - `firmware`  FirmwareClient, the device side (used by `firmware-sim` and tests)
 - `simulator` the `firmware-sim` console program

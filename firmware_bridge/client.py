@@ -11,14 +11,11 @@ volume signal, command results and its own presence (`online`, last will `offlin
 
 from __future__ import annotations
 
-import logging
 from typing import Any, AsyncIterator
 
 from . import protocol as p
 from .config import BridgeConfig, MqttUrl, parse_mqtt_url
 from .endpoint import BridgeAuthError, BridgeError, ConnectionState, EndpointStats, MqttEndpoint
-
-log = logging.getLogger("firmware_bridge")
 
 __all__ = [
     "BridgeAuthError", "BridgeClient", "BridgeConfig", "BridgeError", "ConnectionState", "EndpointStats", "MqttUrl",
@@ -58,7 +55,8 @@ class BridgeClient(MqttEndpoint):
         if retained and suffix in (p.BUTTON, p.COMMAND):
             # A retained button or command would replay on every reconnect: never act on one.
             self.stats.ignored += 1
-            log.warning("ignored a retained message on %s (buttons and commands must not be retained)", topic)
+            self._bad_log.warning("ignored a retained message on %s (buttons and commands must not be retained)",
+                                  topic)
             return
         try:
             if suffix == p.BUTTON:
@@ -72,10 +70,10 @@ class BridgeClient(MqttEndpoint):
             else:
                 raise p.ProtocolError("unknown_topic", f"not subscribed to {topic!r}")
         except p.ProtocolError as exc:
-            self.stats.malformed += 1
-            log.warning("dropped a bad message on %s: %s", topic, exc)
+            self._drop_bad(topic, exc)
             if suffix == p.COMMAND and exc.command_id:
-                # The sender named its command: tell it why nothing happened instead of leaving it waiting.
+                # The sender named its command: tell it why nothing happened instead of leaving it waiting (an id
+                # over the limit is answered with its first MAX_ID_CHARS characters, see protocol.answerable_id).
                 bad = p.command_error(exc.command_id, exc.code, exc.message, status="invalid")
                 self._publish(self.topics.command_result, p.encode(bad), retain=False)
 

@@ -12,7 +12,8 @@ What it guarantees (docs/mqtt.md):
 - Before the first good connection, an untrusted certificate, a failed TLS handshake or a URL in the wrong dialect
   (plain to a TLS port or back) stops the retries too: state REJECTED, one line naming the cause (failures.py).
   Refused, reset, timed out: retried, one warning per cause per outage; `wait_connected(fail_fast=True)` says so at once.
-- Inbound messages are parsed on the network thread; bad ones are logged, counted and dropped without killing the loop;
+- Inbound messages are parsed on the network thread; bad ones are logged (one line, rate-limited: ratelog.py), counted
+  and dropped without killing the loop;
   good ones are handed to the asyncio loop (call_soon_threadsafe) into bounded queues (inbox.py; oldest dropped).
 - TCP_NODELAY on the socket (request/reply over loopback costs ~0.3 ms instead of ~40-90 ms with Nagle).
 """
@@ -33,13 +34,17 @@ from typing import Any
 from .config import BridgeConfig
 from .failures import ConnectFailure, classify, closed_before_connack
 from .inbox import EndpointStats, Inbox
-from .protocol import ProtocolError, Topics
+from .protocol import MAX_PAYLOAD_BYTES, ProtocolError, Topics, clip
+from .ratelog import LimitedLog
 
 log = logging.getLogger("firmware_bridge")
 
 _INSTALL_HINT = "paho-mqtt is not installed: pip install 'paho-mqtt>=2.0'"
 
 # CONNACK reasons that retrying cannot fix (compared by name: v3.1.1 codes are mapped to v5 names by paho).
+# A payload at the protocol's limit plus a fixed header, a topic under `toy/<id>/` and v5 properties.
+MAX_PACKET_BYTES = MAX_PAYLOAD_BYTES + 1024
+
 _AUTH_REASONS = {"Bad user name or password", "Not authorized", "Bad authentication method", "Banned"}
 _FATAL_REASONS = {"Unsupported protocol version", "Client identifier not valid"}
 
@@ -135,6 +140,8 @@ class MqttEndpoint:
         self._error: BridgeError | None = None
         self._waiting = 0  # callers inside wait_connected(): a give-up error is theirs to report
         self._inboxes: list[Inbox[Any]] = []
+        # anyone on the broker can publish garbage to our topics: one line per message, and a flood is summed up
+        self._bad_log = LimitedLog(log, "dropped-message")
 
     # --- subclass hooks ---------------------------------------------------------------------------------------------
 
@@ -233,12 +240,16 @@ class MqttEndpoint:
         broker = self.config.broker()
         self._set_state(ConnectionState.CONNECTING)
         properties = None
-        if self.config.protocol == "5" and self.config.session_expiry_s:
+        if self.config.protocol == "5":
             from paho.mqtt.packettypes import PacketTypes
             from paho.mqtt.properties import Properties
 
             properties = Properties(PacketTypes.CONNECT)
-            properties.SessionExpiryInterval = self.config.session_expiry_s
+            # the broker drops anything larger for us instead of sending it (a hostile client could publish up to
+            # 256 MB to our topics); MQTT 3.1.1 has no such field: there the parser rejects it (payload_too_large)
+            properties.MaximumPacketSize = MAX_PACKET_BYTES
+            if self.config.session_expiry_s:
+                properties.SessionExpiryInterval = self.config.session_expiry_s
         # clean_start "first only": a fresh session when the process starts, resumed on reconnects.
         self._client.connect_async(broker.host, broker.port, keepalive=self.config.keepalive_s, properties=properties)
         self._client.loop_start()
@@ -295,6 +306,7 @@ class MqttEndpoint:
             self._set_state(ConnectionState.STOPPED)
             for inbox in self._inboxes:
                 inbox.close()
+            self._bad_log.flush()
 
     def _on_stop_publish(self) -> list[tuple[str, bytes]]:
         return []
@@ -446,11 +458,17 @@ class MqttEndpoint:
         try:
             self._on_payload(message.topic, message.payload, bool(message.retain))
         except ProtocolError as exc:  # e.g. a topic outside ours: one line, like any other bad message
+            self._drop_bad(message.topic, exc)
+        except Exception as exc:  # a bug in our decoding: never let one message kill the network thread
             self.stats.malformed += 1
-            log.warning("%s dropped a bad message on %s: %s", self.role, message.topic, exc)
-        except Exception:  # a bug in our decoding: never let one message kill the network thread
-            self.stats.malformed += 1
-            log.exception("%s dropped a message on %s", self.role, message.topic)
+            self._bad_log.error("%s dropped a message on %s: %s: %s", self.role, clip(str(message.topic), 200),
+                                type(exc).__name__, clip(str(exc), 200))
+            log.debug("the decoding error in full", exc_info=True)  # the traceback only when debugging
+
+    def _drop_bad(self, topic: str, exc: ProtocolError) -> None:
+        """Count and log (one line, rate-limited) a message that does not follow the protocol."""
+        self.stats.malformed += 1
+        self._bad_log.warning("%s dropped a bad message on %s: %s", self.role, clip(str(topic), 200), exc)
 
     # --- into asyncio -----------------------------------------------------------------------------------------------
 

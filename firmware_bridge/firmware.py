@@ -3,14 +3,11 @@ state, the volume signal and the runtime's presence."""
 
 from __future__ import annotations
 
-import logging
 from typing import AsyncIterator
 
 from . import protocol as p
 from .config import BridgeConfig
 from .endpoint import MqttEndpoint
-
-log = logging.getLogger("firmware_bridge")
 
 
 class FirmwareClient(MqttEndpoint):
@@ -48,8 +45,7 @@ class FirmwareClient(MqttEndpoint):
                 self.runtime_online = online
                 self._deliver(self._presence, online)
         except p.ProtocolError as exc:
-            self.stats.malformed += 1
-            log.warning("dropped a bad message on %s: %s", topic, exc)
+            self._drop_bad(topic, exc)
 
     def states(self) -> AsyncIterator[p.StateMessage]:
         """LED state updates (the retained one first); ends when the client stops."""

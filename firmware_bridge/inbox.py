@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Generic, TypeVar
 
+from .ratelog import LimitedLog
+
 log = logging.getLogger("firmware_bridge")
 
 T = TypeVar("T")
@@ -37,6 +39,7 @@ class Inbox(Generic[T]):
         self.name = name
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize)
         self._stats = stats
+        self._drop_log = LimitedLog(log, f"inbox-{name}-full")  # a flood of good messages: a line per drop at most
 
     def put(self, item: Any) -> None:
         """Runs on the event loop thread."""
@@ -44,7 +47,7 @@ class Inbox(Generic[T]):
             self._queue.get_nowait()
             if item is not _CLOSED:
                 self._stats.dropped_inbox += 1
-                log.warning("inbox %s full: dropped the oldest message", self.name)
+                self._drop_log.warning("inbox %s full: dropped the oldest message", self.name)
         self._queue.put_nowait(item)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ See docs/mqtt.md for the full table with QoS and retain flags.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 PROTOCOL_VERSION = 1
 DEFAULT_PREFIX = "toy"
 MAX_DEPTH = 32  # lists/objects inside a payload; real payloads nest 2-3 levels (command arguments)
+MAX_PAYLOAD_BYTES = 64 * 1024  # the largest real payload (a command with a 200-character title) is < 1 KiB
+MAX_ID_CHARS = 128  # command ids, names and actor ids
+MAX_MESSAGE_CHARS = 300  # a ProtocolError's message: it goes into one log line and back to the sender
 
 ONLINE = "online"
 OFFLINE = "offline"
@@ -44,10 +48,34 @@ class ProtocolError(ValueError):
     """A payload or topic that does not follow the protocol. `code` is stable, `message` is for logs."""
 
     def __init__(self, code: str, message: str, *, command_id: str | None = None):
+        message = clip(message, MAX_MESSAGE_CHARS)  # hostile input must not make a log line or a reply unbounded
         super().__init__(f"{code}: {message}")
-        self.code = code  # invalid_json | unsupported_version | invalid_payload | unknown_topic | invalid_device_id
+        # invalid_json | payload_too_large | unsupported_version | invalid_payload | unknown_topic | invalid_device_id
+        self.code = code
         self.message = message
         self.command_id = command_id  # set when a bad command still names its id, so it can be answered
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, marked with `…` when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def answerable_id(value: Any) -> str | None:
+    """The id to answer a bad command with: its own when valid, its first MAX_ID_CHARS characters when longer (a
+    result must itself be valid), None when there is nothing usable (not a string, empty, lone surrogates)."""
+    if not isinstance(value, str) or not value or _has_surrogate(value):
+        return None
+    return value[:MAX_ID_CHARS]
+
+
+def _has_surrogate(text: str) -> bool:
+    """True if `text` holds a lone UTF-16 surrogate (JSON allows `\\ud800`; it cannot be encoded as UTF-8 again)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def validate_device_id(device_id: str) -> str:
@@ -165,11 +193,11 @@ class VolumeMessage(_Payload):
 class Command(_Payload):
     """`toy/<id>/command` (QoS 1, never retained): a remote request that becomes an `api.invoked` host event."""
 
-    command_id: str = Field(min_length=1, max_length=128)
-    name: str = Field(min_length=1, max_length=128)  # e.g. "device.volume.adjust", "session.end"
+    command_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    name: str = Field(min_length=1, max_length=MAX_ID_CHARS)  # e.g. "device.volume.adjust", "session.end"
     arguments: dict[str, Any] = Field(default_factory=dict)
     actor: CommandActor
-    actor_id: str = Field(default="", max_length=128)
+    actor_id: str = Field(default="", max_length=MAX_ID_CHARS)
     ts: float | None = None
 
 
@@ -185,7 +213,7 @@ class CommandErrorInfo(BaseModel):
 class CommandResult(_Payload):
     """`toy/<id>/command/result` (QoS 1, not retained): the outcome of one command, matched by `command_id`."""
 
-    command_id: str = Field(min_length=1, max_length=128)
+    command_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     status: CommandStatus
     result: dict[str, Any] = Field(default_factory=dict)
     error: CommandErrorInfo | None = None
@@ -211,23 +239,43 @@ def encode(payload: _Payload) -> bytes:
     return payload.model_dump_json(exclude_none=True).encode()
 
 
-def _depth(value: Any) -> int:
-    """How deeply `value` nests lists and objects (iterative: a hostile payload must not exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
+def _shape(value: Any) -> tuple[int, bool]:
+    """How deeply `value` nests lists and objects, and whether any key or string holds a lone surrogate
+    (iterative: a hostile payload must not exhaust the stack)."""
+    deepest, surrogate, stack = 0, False, [(value, 1)]
     while stack:
         item, level = stack.pop()
+        if isinstance(item, str):
+            surrogate = surrogate or _has_surrogate(item)
+            continue
         if isinstance(item, dict):
+            surrogate = surrogate or any(_has_surrogate(key) for key in item)
             item = list(item.values())
         if isinstance(item, list):
             deepest = max(deepest, level)
             if level <= MAX_DEPTH:  # deeper than the bound is already a rejection: stop walking
                 stack.extend((child, level + 1) for child in item)
-    return deepest
+    return deepest, surrogate
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and ±Infinity are not JSON (RFC 8259); Python's decoder accepts them, and they would travel on into
+    # events, results and audit lines that strict readers then reject.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 decodes to inf
+        raise ValueError(f"{clip(text, 32)} is out of range for a JSON number")
+    return value
 
 
 def _load_object(raw: bytes | str) -> dict[str, Any]:
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise ProtocolError("payload_too_large", f"payload of {len(raw)} bytes is over {MAX_PAYLOAD_BYTES}")
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:  # e.g. 100k nested `[`: the decoder gives up at the interpreter's recursion limit
         raise ProtocolError("invalid_json", f"payload nests deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -238,17 +286,23 @@ def _load_object(raw: bytes | str) -> dict[str, Any]:
 
 
 def parse(model: type[P], raw: bytes | str) -> P:
-    """Decode `raw` as `model`, or raise ProtocolError (bad JSON, wrong version, invalid or unknown values)."""
+    """Decode `raw` as `model`, or raise ProtocolError (too large, bad JSON, wrong version, invalid or unknown
+    values)."""
     data = _load_object(raw)
-    command_id = data.get("command_id") if isinstance(data.get("command_id"), str) else None
-    if _depth(data) > MAX_DEPTH:
+    command_id = answerable_id(data.get("command_id"))
+    depth, surrogate = _shape(data)
+    if depth > MAX_DEPTH:
         # deep but decodable nesting would still recurse later (validation, audit lines, re-encoding)
         raise ProtocolError("invalid_payload", f"payload nests deeper than {MAX_DEPTH} levels", command_id=command_id)
+    if surrogate:  # would fail later, when an audit line or a reply is encoded
+        raise ProtocolError("invalid_payload", "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)",
+                            command_id=command_id)
     if "v" not in data:
         raise ProtocolError("unsupported_version", "payload has no version field 'v'", command_id=command_id)
     if data["v"] != PROTOCOL_VERSION:
         raise ProtocolError(
-            "unsupported_version", f"version {data['v']!r} not supported (this side speaks v{PROTOCOL_VERSION})",
+            "unsupported_version",
+            f"version {clip(repr(data['v']), 32)} not supported (this side speaks v{PROTOCOL_VERSION})",
             command_id=command_id,
         )
     try:

@@ -414,8 +414,23 @@ step_models() {
     done <"$MANIFEST"
 }
 
+# The zone the service reads by default ([session] timezone): this system's /etc/localtime (a unit has no TZ).
+system_zone() {
+    local link
+    link="$(readlink -f /etc/localtime 2>/dev/null)" || link=""
+    if [[ "$link" == */zoneinfo/* ]]; then
+        printf '%s\n' "${link#*/zoneinfo/}"
+    elif [[ -s /etc/timezone ]]; then
+        head -n 1 /etc/timezone
+    else
+        printf 'UTC\n'
+    fi
+}
+
 step_config() {
     log "configuration $ETC_DIR"
+    log "  time zone $(system_zone): reminders use it unless toy.toml sets [session] timezone" \
+        "(change it with: sudo timedatectl set-timezone Area/City)"
     install_if_absent "$SOURCE_DIR/configs/toy.toml" "$ETC_DIR/toy.toml" 0644 root:root
     cat >"$WORK/secrets.env" <<'EOF'
 # toy-runtime secrets, read by systemd as EnvironmentFile= before it drops privileges. Keep root:root 0600.

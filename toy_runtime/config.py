@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
 from .config_values import check_url as _check_url, literal_from_text
+from .system_zone import system_timezone
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
 MIN_WEB_TOKEN_CHARS = 16  # ~96 bits from token_urlsafe: not guessable over a home network
@@ -65,6 +66,10 @@ class LLMConfig(Section):
         "spends it in prompt prefill (5-15 ms per token on 2 x86 cores, slower on a Pi: ~460 tokens in dual_agent, "
         "~1,400 in chat_agent_tools), so measure a cold first token and allow about twice it (docs/local-models.md)")
     read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
+    gate_first_token_s: float = Field(
+        1.5, gt=0, description="when the child's words are nothing but clear device requests and goodbye (\"mute and "
+        "bye\") and no first token came this long after the request, the offline gate carries them out and confirms "
+        "them instead of waiting for a stalled model")
     include_usage: bool = True
 
     @field_validator("base_url")
@@ -81,7 +86,7 @@ class AgentConfig(Section):
     history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
     fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"
     offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
-    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye requests without the LLM")
+    gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye/reminder requests without the LLM")
     first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
     holding_cue_after_s: float = Field(
         1.5, gt=0, description="when nothing was spoken this long after the end of the child's speech, one short "
@@ -113,7 +118,8 @@ class EventsConfig(Section):
 class SessionConfig(Section):
     """Conversation/session behaviour."""
 
-    timezone: str = "UTC"
+    timezone: str = Field(default_factory=system_timezone,
+                          description="IANA zone; default: the device's own (TZ, else /etc/localtime)")
     idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
     barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
     listen_mode: Literal["always", "push_to_talk"] = "always"
@@ -256,24 +262,62 @@ class CalendarConfig(Section):
     path: Path | None = Field(None, description="SQLite file; None = <state_dir>/calendar.sqlite3")
     max_late_s: int = Field(600, ge=0, description="reminders later than this after downtime are recorded as missed")
     reminder_style: Literal["template", "chat_agent"] = "template"
+    # a part of day said without an hour ("tomorrow morning", "明天早上") is this household time, said back in the
+    # confirmation, instead of a "what time?" question (plugins/timeparse.py; defaults: DEFAULT_DAYPARTS there)
+    morning: str = Field("08:00", description="HH:MM for 'morning' / 早上 / 上午 without an hour")
+    afternoon: str = Field("15:00", description="HH:MM for 'afternoon' / 下午 without an hour")
+    evening: str = Field("18:00", description="HH:MM for 'evening' / 晚上 without an hour")
+    tonight: str = Field("20:00", description="HH:MM for 'tonight' / 今晚 without an hour")
+
+    @field_validator("morning", "afternoon", "evening", "tonight")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        if not re.fullmatch(r"(?:[01]?\d|2[0-3]):[0-5]\d", value.strip()):
+            raise ValueError(f"{value!r} is not a time of day HH:MM (24-hour clock, e.g. \"08:00\")")
+        return value.strip()
+
+    def dayparts(self) -> dict[str, tuple[int, int]]:
+        """{"morning": (8, 0), …}: the part-of-day times as (hour, minute)."""
+        return {name: (int(v.split(":")[0]), int(v.split(":")[1]))
+                for name, v in (("morning", self.morning), ("afternoon", self.afternoon),
+                                ("evening", self.evening), ("tonight", self.tonight))}
 
 
 class SearchConfig(Section):
-    """Web search provider: off unless configured (a SearxNG `url`), or canned examples by explicit choice.
+    """Web search provider: Wikipedia by default (keyless), a SearxNG `url`, canned examples, or off.
 
-    `none` (the default): the model is not offered search and a search request gets an honest "I can't look that
-    up" line. `static`: made-up example results labelled as examples, for demos and laptops only.
+    `wikipedia` (the default): short page summaries from `wikipedia_url` (en, or zh for Chinese questions).
+    `none`: the model is not offered search and a search request gets an honest "I can't look that up" line.
+    `static`: made-up example results labelled as examples, for demos and laptops only.
     """
 
-    provider: Literal["searxng", "static", "none"] = "none"
+    provider: Literal["wikipedia", "searxng", "static", "none"] = "wikipedia"
     url: str | None = Field(None, description="SearxNG base URL; setting it selects the searxng provider")
+    wikipedia_url: str = Field("https://{lang}.wikipedia.org",
+                               description="Wikipedia site; {lang} becomes en or zh (tests point it at loopback)")
+    contact: str | None = Field(None, description="your email or URL for the User-Agent Wikimedia's policy asks for")
     timeout_s: float = Field(2.5, gt=0, le=30)
     max_results: int = Field(3, ge=1, le=5)
+
+    @field_validator("contact")
+    @classmethod
+    def _header_safe(cls, value: str | None) -> str | None:
+        # it goes into an HTTP header: printable ASCII on one line, and short
+        if value is not None and not (value.isascii() and value.isprintable() and len(value) <= 120):
+            raise ValueError("must be printable ASCII on one line, at most 120 characters (e.g. toys@example.org)")
+        return value or None
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return _check_url(value, ("http", "https"), "http://127.0.0.1:8888")
+
+    @field_validator("wikipedia_url")
+    @classmethod
+    def _wikipedia_url(cls, value: str) -> str:
+        if not _check_url(value.replace("{lang}", "en"), ("http", "https"), "https://{lang}.wikipedia.org"):
+            raise ValueError("must be set (e.g. https://{lang}.wikipedia.org)")
+        return value
 
 
 class AuditConfig(Section):
@@ -349,7 +393,7 @@ class Settings(BaseSettings):
     llm: LLMConfig = LLMConfig()
     agent: AgentConfig = AgentConfig()
     events: EventsConfig = EventsConfig()
-    session: SessionConfig = SessionConfig()
+    session: SessionConfig = Field(default_factory=SessionConfig)  # its zone is read when settings are built
     audio: AudioConfig = AudioConfig()
     vad: VadConfig = VadConfig()
     asr: AsrConfig = AsrConfig()
@@ -461,7 +505,8 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
     try:
         if env is not None:
             os.environ.clear()
-            os.environ.update(env)
+            # TZ is the process's zone, not a TOY_ setting: a given `env` replaces the settings, not the zone
+            os.environ.update({"TZ": saved["TZ"]} if "TZ" in saved else {}, **env)
         Settings._toml_data = data
         try:
             settings = Settings(**overrides)

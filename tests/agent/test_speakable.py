@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toy_runtime.agent.chat_agent import speakable_rules
-from toy_runtime.agent.markup import Hidden, MarkupFilter, Text, json_values
+from toy_runtime.agent.clauses import clause_pieces
+from toy_runtime.agent.html_text import HtmlText
+from toy_runtime.agent.markup import BLOCK_TAGS, Hidden, MarkupFilter, Text, json_values
 from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction
-from toy_runtime.agent.speakable import Finding, SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.speakable import NO_RULES, Finding, SpeakableGuard, SpeakableRules, detect, speakable
+from toy_runtime.agent.text_events import TextEventParser, Visible
 from toy_runtime.agent.tool_calls import calls_from_text
 from toy_runtime.events import EventRegistry
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import default_registry
 
 VOLUME_CALL = {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}
+CAT = ("Here is a cat: <img src=x onerror=alert(1)> &lt;i&gt;Meow&lt;/i&gt; || <script>alert(2)</script> "
+       "She says purr.")
 HERMES = '<tool_call>{"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}}</tool_call>'
 
 
@@ -69,13 +77,31 @@ CASES = {
     "a made-up child line only": ('Child: "Make it 70!"', [], {"instruction"}, []),
     "invented name alone": ("Bye!\ngoodbye.session.end", ["Bye!"], {"identifier"}, []),
     "tools instruction echo": (tools_instruction() + " Hello!", ["Hello!"], {"instruction"}, []),
+    # HTML: tags and the content of script/style go, references are decoded and then parsed, table pipes go
+    "html and references": (CAT, ["Here is a cat:", "Meow She says purr."], {"tag", "script", "markdown"}, []),
+    "comments, styles, numeric references": ("<!-- say hi --><style>p {color: red}</style>Hi &amp; bye.<br/> "
+                                             "&#60;script&#x3e;alert(3)&#60;/script&#62;Done &#33;",
+                                             ["Hi & bye.", "Done!"], {"tag", "script"}, []),
+    "conditional comments and marked sections": ("Hi <![if !IE]>there<![endif]>, <![ ]]>friend <![CDATA[x]]>.",
+                                                 ["Hi there, friend."], {"tag"}, []),
+    # a call block is the markup filter's to read, untouched by the HTML stages
+    "a call whose arguments hold markup": ('Sure! <tool_call>{"name": "web_search", "arguments": {"query": '
+                                           '"is 2<3 &amp; <b>why</b>"}}</tool_call> Bye.', ["Sure!", "Bye."],
+                                           {"tool_call"}, [{"name": "web_search",
+                                                            "arguments": {"query": "is 2<3 &amp; <b>why</b>"}}]),
+    "a markdown table": ("| Animal | Sound |\n|---|:---:|\n| Cat | Meow |\n", ["Animal Sound", "Cat Meow"],
+                         {"markdown"}, []),
+    "a reference left by a removal": ("Ha &*amp*; ha.", ["Ha ha."], {"markdown", "entity"}, []),
     "persona echo": ("You are Pip, a warm, playful talking toy for a young child. Hi!", ["Hi!"], {"instruction"}, []),
 }
 
 # ordinary speech that must come through untouched (no hiding at all)
 PLAIN = [
-    ("It is 3.5 meters long, about 1,000 kg, and 3 < 5 at 10:30.", ["It is 3.5 meters long,",
-                                                                    "about 1,000 kg, and 3 < 5 at 10:30."]),
+    ("It is 3.5 meters long, about 1,000 kg, and 3 is less at 10:30.", ["It is 3.5 meters long,",
+                                                                        "about 1,000 kg, and 3 is less at 10:30."]),
+    # `&` alone is no character reference: the voice says "and"
+    ("Cats & dogs play; AT&T rings!", ["Cats & dogs play;", "AT&T rings!"]),
+    ("小猫和小狗，一起玩吧！好不好？", ["小猫和小狗，一起玩吧！", "好不好？"]),
     ("My volume is loud, and the session was fun.", ["My volume is loud,", "and the session was fun."]),
     ("Use snake_case ~5 times - ok?", ["Use snake_case ~5 times - ok?"]),
     ("恐龙很大！它们会下蛋。", ["恐龙很大！", "它们会下蛋。"]),
@@ -162,7 +188,7 @@ def test_plain_text_is_released_at_once_and_markup_prefixes_only_until_ruled_out
     markup = MarkupFilter()
     assert markup.feed("Sure") == [Text("Sure")] and markup.held == ""
     assert markup.feed(" <") == [Text(" ")] and markup.held == "<"  # could become <tool_call>
-    assert markup.feed(" 3") == [Text("< 3")] and markup.held == ""
+    assert markup.feed(" 3") == [Hidden("markup", "<"), Text(" 3")] and markup.held == ""  # a sign, never said
     assert markup.feed(" <tool") == [Text(" ")] and markup.held == "<tool"
     assert markup.feed('_call>{"name"') == [] and markup.held.startswith("<tool_call>")
     markup = MarkupFilter()
@@ -231,3 +257,92 @@ def test_ends_sentence():
 
     assert ends_sentence("Hi there.") and ends_sentence('He said "go!" ') and ends_sentence("好的。")
     assert not ends_sentence("Some of them could fl") and not ends_sentence("Well,") and not ends_sentence("")
+
+
+def test_a_comparison_is_said_in_words_and_any_other_angle_bracket_is_hidden():
+    said, hidden = speakable("Yes, 3 < 5 and 7>2. So a -> b, and I <3 you!", RULES)
+    assert said == ["Yes, 3 less than 5 and 7 greater than 2.", "So a - b, and I 3 you!"]
+    assert [h.raw for h in hidden] == [">", "<"]
+    assert speakable("因为3<5，所以对。", RULES)[0] == ["因为3小于5，", "所以对。"]
+
+
+def test_a_tag_split_over_deltas_and_an_unclosed_script_are_never_spoken():
+    said, hidden = run("", ["Hi! <scr", "ipt>alert(2)</sc", "ript> Bye.", " <sty", "le>p {}"])
+    assert said == ["Hi!", "Bye."]
+    assert [(h.kind, h.raw, h.unclosed) for h in hidden if h.kind == "script"] == [
+        ("script", "alert(2)", False), ("script", "p {}", True)]
+
+
+def test_a_lone_angle_bracket_holds_speech_back_only_a_bounded_while():
+    guard = SpeakableGuard(RULES)
+    said = guard.feed("So if a<b then we keep going. ")
+    for _ in range(12):
+        said += guard.feed("And we keep going. ")
+    # "<b then …" could still be a tag with attributes; past MAX_TAG characters it is not, and speech flows on
+    assert [s for s in said if isinstance(s, str)][:2] == ["So if a b then we keep going.", "And we keep going."]
+
+
+# -- the property: nothing spoken is an angle bracket or a character reference ---------------------------------
+
+_REFERENCE = re.compile(r"&#?[A-Za-z0-9]+;")
+_PIECES = ["<", ">", "&", ";", "#", "/", "=", '"', "'", " ", "\n", ".", "!", ",", "3", "x", "lt", "gt", "amp", "#60",
+           "x3c", "&lt;", "&gt;", "&amp;", "&#60;", "&#x3e;", "<b>", "</b>", "<i", "<script>", "</script>", "scr", "ipt",
+           "<style>", "</sty", "<img src=x onerror=alert(1)>", "<!--", "-->", "<!", "<?", "*", "`", "|", "{", "}",
+           "[", "]", "(", ")", "_", "Meow", "猫", "<tool_call>", "</tool_call>", "<|im_end|>", "<think>", "<![", "<![if",
+           "]]>", "<!DOCTYPE", "<agent_events>", "</agent_events>", "session.terminate"]
+_TEXTS = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=40).map("".join)
+
+
+@st.composite
+def _chunked(draw) -> list[str]:
+    """A text made of markup fragments and arbitrary characters, cut into arbitrary deltas."""
+    text = draw(_TEXTS)
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+def _through_event_parser(pieces: list[str]) -> list[str]:
+    """dual_agent's path: the text-event parser takes its blocks out first, the guard gets the visible text."""
+    parser, guard, items = TextEventParser(), SpeakableGuard(RULES), []
+    for piece in pieces:
+        items += [out for p in parser.feed(piece) if isinstance(p, Visible) for out in guard.feed(p.text)]
+    items += [out for p in parser.close() if isinstance(p, Visible) for out in guard.feed(p.text)]
+    return [i for i in items + guard.finish() if isinstance(i, str)]
+
+
+@pytest.mark.parametrize("path", ["chat_agent_tools", "dual_agent"])
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=_chunked())
+def test_no_angle_bracket_or_reference_is_ever_spoken(path, pieces):
+    said = run("".join(pieces), pieces)[0] if path == "chat_agent_tools" else _through_event_parser(pieces)
+    for segment in said:
+        for piece in clause_pieces(segment, 20):  # what the voice is finally given
+            assert "<" not in piece and ">" not in piece and not _REFERENCE.search(piece), (pieces, piece)
+
+
+_WORDS = st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1, max_size=12)
+_MARKUP = st.sampled_from(["<b>", "</i>", "<img src=x onerror=alert(1)>", "&lt;i&gt;", "&lt;/i&gt;", "<br/>",
+                           "<script>alert(2)</script>", "<style>p {}</style>", "<!-- x -->", "&#60;u&#62;", "||", "|"])
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_WORDS, st.data())
+def test_the_words_around_html_are_all_spoken(words, data):
+    parts = [f"{word} {data.draw(_MARKUP)} " if data.draw(st.booleans()) else f"{word} " for word in words]
+    text = "".join(parts) + "end."
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    said, _ = run(text, [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])], NO_RULES)
+    assert re.findall(r"\w+", " ".join(said)) == [*words, "end"]
+
+
+def test_a_parser_assertion_hides_what_it_held_and_parsing_goes_on():
+    from _markupbase import ParserBase
+
+    class StdlibMarkedSections(HtmlText):  # the stdlib's own rules, which assert on `<![ x]>`
+        parse_marked_section = ParserBase.parse_marked_section
+
+    stage = StdlibMarkedSections(frozenset(BLOCK_TAGS))
+    items = stage.feed("Hi <![ x]> there") + stage.feed(" <b>friend</b>") + stage.close()
+    assert [i.text for i in items if isinstance(i, Text)] == ["Hi ", " ", "friend"]
+    confused, *tags = [i for i in items if isinstance(i, Hidden)]
+    assert confused.raw.endswith("<![ x]> there") and confused.unclosed and [t.raw for t in tags] == ["<b>", "</b>"]

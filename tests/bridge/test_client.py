@@ -87,8 +87,9 @@ async def test_bad_command_with_an_id_is_answered_invalid(broker: MosquittoBroke
 
 async def test_each_malformed_message_is_one_warning_line_and_the_link_stays_up(
         broker: MosquittoBroker, runtime: BridgeClient, firmware: FirmwareClient, wire, caplog):
-    """Pathological payloads (100k nested `[` once raised RecursionError with a traceback) are dropped with one
-    WARNING line each; a deep command that names its id is still answered `invalid`."""
+    """Pathological payloads (60k nested `[` once raised RecursionError with a traceback) are dropped with one
+    WARNING line each; a deep command that names its id is still answered `invalid`. (They stay under the 64 KiB
+    payload limit, so that they reach the parser.)"""
     import logging
 
     app = wire(subscribe=["toy/toy1/command/result"])
@@ -96,8 +97,8 @@ async def test_each_malformed_message_is_one_warning_line_and_the_link_stays_up(
     for _ in range(40):
         deep_args = {"x": deep_args}
     bad = [
-        (p.BUTTON, b"[" * 100_000),
-        (p.BUTTON, b'{"v":1,"action":"press","seq":' + b"[" * 100_000 + b"}"),
+        (p.BUTTON, b"[" * 60_000),
+        (p.BUTTON, b'{"v":1,"action":"press","seq":' + b"[" * 60_000 + b"}"),
         (p.FIRMWARE_STATUS, b"\xff\xfe not utf-8"),
         (p.BUTTON, b'{"v":1,"action":"press","x":' + b"[" * 200 + b"]" * 200 + b"}"),  # decodable, too deep
     ]
@@ -117,6 +118,69 @@ async def test_each_malformed_message_is_one_warning_line_and_the_link_stays_up(
         assert record.levelno == logging.WARNING and record.exc_info is None
         assert "\n" not in record.getMessage() and len(record.getMessage()) < 400
     assert runtime.state is ConnectionState.CONNECTED
+
+
+async def test_overlong_command_id_is_one_warning_and_answered_with_a_shortened_id(
+        broker: MosquittoBroker, runtime: BridgeClient, wire, caplog):
+    """A 300-character command_id once printed a 17-line traceback (the `invalid` answer failed validation) and
+    left the sender without an answer."""
+    import logging
+
+    app = wire(subscribe=["toy/toy1/command/result"])
+    with caplog.at_level(logging.WARNING, logger="firmware_bridge"):
+        app.publish("toy/toy1/command", {"v": 1, "command_id": "c" * 300, "name": "session.end", "actor": "app"})
+        result = p.parse_command_result((await app.next())[1])
+    assert (result.command_id, result.status, result.error.code) == ("c" * 128, "invalid", "invalid_payload")
+    assert "command_id" in result.error.message
+    lines = [r for r in caplog.records if r.name.startswith("firmware_bridge")]
+    assert len(lines) == 1 and lines[0].levelno == logging.WARNING and lines[0].exc_info is None
+    assert "\n" not in lines[0].getMessage()
+
+
+GARBAGE = [
+    b"", b"\x00\x01\x02", b"\xff\xfe\xfd not utf-8", b"null", b"1e400", b'"text"', b"[1, 2]",
+    b'{"v":1,"command_id":"\\ud800","name":"device.volume.adjust","actor":"app"}',  # a lone surrogate as the id
+    b'{"v":1,"command_id":"c-key","name":"x","actor":"app","arguments":{"\\udc00":1}}',
+    b'{"v":"' + b"v" * 60_000 + b'","command_id":"c-version"}',  # its version once made a 100 KB log line
+    b'{"v":1,"command_id":"c-nan","name":"device.volume.adjust","actor":"app","ts":NaN}',
+    b'{"v":1,"command_id":"c-args","name":"x","actor":"app","arguments":[1]}',
+    b'{"v":1,"command_id":1234,"name":"x","actor":"app"}',
+    b'{"v":1,"command_id":"' + b"y" * 300 + b'","name":"x","actor":"app"}',
+]
+
+
+async def test_a_flood_of_garbage_is_rate_limited_lines_and_the_link_keeps_working(
+        broker: MosquittoBroker, runtime: BridgeClient, firmware: FirmwareClient, wire, caplog):
+    """A hostile client on the broker: every kind of garbage, many times, on every topic the runtime reads. No
+    traceback, every line short, at most a burst of lines (plus summaries), good messages still go through."""
+    import logging
+
+    app = wire(subscribe=["toy/toy1/command/result"])
+    rounds = 5
+    with caplog.at_level(logging.DEBUG, logger="firmware_bridge"):
+        for _ in range(rounds):
+            for payload in GARBAGE:
+                for suffix in (p.COMMAND, p.BUTTON, p.FIRMWARE_STATUS):
+                    app.publish(f"toy/toy1/{suffix}", payload)
+        # over the 64 KiB limit: the broker drops it for us (MQTT 5 maximum packet size) or the parser refuses it
+        app.publish("toy/toy1/command", b'{"v":1,"command_id":"c-huge","pad":"' + b"x" * 1_000_000 + b'"}')
+        app.publish("toy/toy1/command", {"v": 1, "command_id": "c-good", "name": "session.end", "actor": "app"})
+        command = await asyncio.wait_for(runtime.next_command(), 10)  # per-topic order: all garbage came first
+        await firmware.press("release")
+        assert (await asyncio.wait_for(runtime.next_button(), 10)).action == "release"
+    assert command.command_id == "c-good"
+    assert runtime.stats.malformed == rounds * len(GARBAGE) * 3  # the huge one never reached the runtime
+    assert runtime.state is ConnectionState.CONNECTED
+    lines = [r for r in caplog.records if r.name.startswith("firmware_bridge") and r.levelno >= logging.WARNING]
+    assert all(r.exc_info is None and "\n" not in r.getMessage() and len(r.getMessage()) < 400 for r in lines)
+    assert len(lines) <= 10 + 1, [r.getMessage() for r in lines]  # one burst (+ at most one summary line)
+    # every bad command that parsed far enough to name a usable id was answered `invalid`, and nothing else
+    expected, answered = {"c-key", "c-version", "c-args", "y" * 128}, []
+    while len(answered) < len(expected) * rounds:
+        result = p.parse_command_result((await app.next(10))[1])
+        assert result.status == "invalid"
+        answered.append(result.command_id)
+    assert sorted(answered) == sorted(list(expected) * rounds)
 
 
 async def test_reconnects_resubscribes_and_restores_retained_after_broker_kill(broker: MosquittoBroker, endpoints):

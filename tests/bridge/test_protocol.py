@@ -79,6 +79,51 @@ def test_bad_command_keeps_its_id_so_it_can_be_answered() -> None:
     assert "actor" in err.value.message
 
 
+def test_overlong_command_id_is_answered_with_its_first_128_characters() -> None:
+    """The `invalid` answer must itself be a valid result (a 300-character id once made it fail with a traceback)."""
+    with pytest.raises(p.ProtocolError) as err:
+        p.parse_command(json.dumps({"v": 1, "command_id": "c" * 300, "name": "x", "actor": "app"}).encode())
+    assert err.value.code == "invalid_payload" and "command_id" in err.value.message
+    assert err.value.command_id == "c" * p.MAX_ID_CHARS
+    answer = p.command_error(err.value.command_id, err.value.code, err.value.message, status="invalid")
+    assert p.parse_command_result(p.encode(answer)).command_id == "c" * 128
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"v":1,"action":"press","ts":NaN}',
+        b'{"v":1,"action":"press","ts":-Infinity}',
+        b'{"v":1,"action":"press","ts":1e400}',  # decodes to inf
+        b'{"v":1,"action":"press","button":"\\ud800"}',  # a lone surrogate cannot be encoded again
+        b'{"v":1,"action":"press","\\udc00":1}',
+    ],
+)
+def test_non_finite_numbers_and_lone_surrogates_are_rejected(raw: bytes) -> None:
+    with pytest.raises(p.ProtocolError) as err:
+        p.parse_button(raw)
+    assert err.value.code in ("invalid_json", "invalid_payload")
+
+
+def test_a_command_id_that_cannot_be_encoded_is_not_answered() -> None:
+    with pytest.raises(p.ProtocolError) as err:
+        p.parse_command(b'{"v":1,"command_id":"\\ud800","name":"x","actor":"app"}')
+    assert err.value.command_id is None
+
+
+def test_payload_over_the_limit_is_rejected_before_decoding() -> None:
+    with pytest.raises(p.ProtocolError) as err:
+        p.parse_button(b'{"v":1,"action":"press","pad":"' + b"x" * p.MAX_PAYLOAD_BYTES + b'"}')
+    assert err.value.code == "payload_too_large"
+
+
+def test_error_messages_stay_short_whatever_the_payload() -> None:
+    with pytest.raises(p.ProtocolError) as err:
+        p.parse_command(json.dumps({"v": "x" * 50_000, "command_id": "c1"}).encode())
+    assert err.value.code == "unsupported_version"
+    assert len(err.value.message) <= p.MAX_MESSAGE_CHARS and len(str(err.value)) < 400
+
+
 def test_volume_and_battery_ranges_are_enforced() -> None:
     with pytest.raises(p.ProtocolError):
         p.parse_volume(b'{"v":1,"level":101,"muted":false}')

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Callable
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
@@ -94,6 +95,190 @@ async def test_remote_commands_need_the_capability(broker, tmp_path):
         app.close()
         await link.aclose()
         await runtime.aclose()
+
+
+async def collect_results(app: WireClient, count: int, timeout_s: float = 15.0) -> dict[str, dict]:
+    """The next `count` command results by command id (a safety-net timeout, never the thing asserted)."""
+    results: dict[str, dict] = {}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and len(results) < count:
+        for topic, payload, _ in await adrain(app, 0.1):
+            if topic.endswith("command/result"):
+                results[payload["command_id"]] = payload
+    return results
+
+
+async def test_bad_arguments_are_answered_invalid_by_the_schema_and_never_reach_a_model(broker, tmp_path,
+                                                                                       llm_server):
+    """Before: a volume of "loud" failed in the resolver, a schedule with a malformed time or an unknown field went
+    to the EventAgent (a paid call per message), an extra field ran anyway. Now the schema answers first."""
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy11",
+                                  "remote_capabilities": ["device.volume.adjust", "calendar.schedule.create"]},
+                            llm={"base_url": llm_server.url})
+    audit, mixer = MemoryAudit(), MemoryMixer(level=50)
+    runtime = build_runtime(settings, audit=audit, mixer=mixer)
+    link = await start_device_link(runtime)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy11/command/result"])
+    bad = {
+        "loud": ("device.volume.adjust", {"mode": "absolute", "value": "loud"}),
+        "900": ("device.volume.adjust", {"mode": "absolute", "value": 900}),
+        "level": ("device.volume.adjust", {"level": "loud"}),
+        "extra": ("device.volume.adjust", {"mode": "absolute", "value": 30, "extra": 1}),
+        "time": ("calendar.schedule.create", {"title": "swim", "start_at": "tomorrow-ish", "timezone": "UTC"}),
+        "no-time": ("calendar.schedule.create", {"title": "swim"}),
+        "huge": ("device.volume.adjust", {"mode": "absolute", "value": "x" * 20_000}),
+    }
+    try:
+        await asyncio.to_thread(app.wait_ready)
+        for command_id, (name, arguments) in bad.items():
+            app.publish("toy/toy11/command", {"v": 1, "command_id": command_id, "name": name,
+                                              "arguments": arguments, "actor": "app"})
+        results = await collect_results(app, len(bad))
+        app.publish("toy/toy11/command", {"v": 1, "command_id": "good", "name": "device.volume.adjust",
+                                          "arguments": {"mode": "absolute", "value": 20}, "actor": "app"})
+        app.publish("toy/toy11/command", {"v": 1, "command_id": "good-schedule", "name": "calendar.schedule.create",
+                                          "arguments": {"title": "swim", "start_at": "2031-05-01T07:00:00+00:00",
+                                                        "timezone": "UTC"}, "actor": "app"})
+        goods = await collect_results(app, 2)
+    finally:
+        app.close()
+        await link.aclose()
+        await runtime.aclose()
+    assert {k: (r["status"], r["error"]["code"]) for k, r in results.items()} == {
+        k: ("invalid", "invalid_arguments") for k in bad}
+    assert "'loud' is not of type 'integer'" in results["loud"]["error"]["message"]
+    assert "extra" in results["extra"]["error"]["message"]
+    assert len(results["huge"]["error"]["message"]) <= 300
+    assert len(llm_server.requests) == 0  # no paid call
+    assert goods["good"]["status"] == "ok" and mixer.level == 20  # only the good command changed anything
+    assert goods["good-schedule"]["status"] == "ok", goods  # valid arguments need no model either
+    refused = [r for r in audit.of("remote.refused") if r.get("reason") == "invalid_arguments"]
+    assert sorted(r["command_id"] for r in refused) == sorted(bad)
+
+
+class GatedMixer(MemoryMixer):
+    """The in-memory mixer whose level changes wait until the test opens `gate` (commands stay in flight)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.gate = asyncio.Event()
+
+    async def set_level(self, percent: int):
+        await self.gate.wait()
+        return await super().set_level(percent)
+
+
+async def test_commands_over_the_in_flight_cap_are_refused_busy_at_once(broker, tmp_path):
+    """A flood of valid commands once piled up one task each; now the link holds `max_commands` at a time and
+    answers the rest `refused`/`busy` at once (audited), and the held ones still finish."""
+    settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
+                            mqtt={"url": broker.url, "device_id": "toy14"})
+    audit, mixer = MemoryAudit(), GatedMixer(level=50)
+    runtime = build_runtime(settings, audit=audit, mixer=mixer)
+    link = await start_device_link(runtime, max_commands=2)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy14/command/result"])
+    try:
+        await asyncio.to_thread(app.wait_ready)
+        for n in range(1, 5):
+            app.publish("toy/toy14/command", {"v": 1, "command_id": f"c{n}", "name": "device.volume.adjust",
+                                              "arguments": {"mode": "absolute", "value": 10 * n}, "actor": "app"})
+        refused = await collect_results(app, 2)  # c1, c2 wait at the mixer's gate: only c3, c4 can answer
+        mixer.gate.set()
+        held = await collect_results(app, 2)
+    finally:
+        app.close()
+        await link.aclose()
+        await runtime.aclose()
+    assert {k: (r["status"], r["error"]["code"]) for k, r in refused.items()} == {
+        "c3": ("refused", "busy"), "c4": ("refused", "busy")}
+    assert sorted(held) == ["c1", "c2"] and all(r["status"] != "refused" for r in held.values())
+    busy = [r for r in audit.of("remote.refused") if r.get("reason") == "busy"]
+    assert sorted(r["command_id"] for r in busy) == ["c3", "c4"]
+
+
+def test_remote_terminate_ends_chat_like_goodbye_and_garbage_before_it_is_a_few_lines(broker, tmp_path):
+    """`chat` with MQTT, stdin left open (a person who has not typed anything): a remote `session.terminate` once
+    answered `ok` while the session went on. Now chat exits 0 as after "goodbye", the `ok` still reaches the app,
+    and a hostile client's garbage before it costs a bounded number of stderr lines, none a traceback."""
+    from toy_runtime.testing.services import end_process
+
+    from .test_client import GARBAGE
+
+    env = child_env()
+    env["TOY_STATE_DIR"] = str(tmp_path)
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy12/command/result", "toy/toy12/state"])
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mqtt-url", broker.url,
+                             "--device-id", "toy12"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        app.wait_ready()
+        deadline = time.monotonic() + 60  # safety net: the runtime's start-up on a loaded machine
+        while time.monotonic() < deadline:
+            topic, payload, _ = app.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            if topic.endswith("state") and json.loads(payload)["state"] == "listening":
+                break
+        for _ in range(3):
+            for payload in GARBAGE:
+                app.publish("toy/toy12/command", payload)
+                app.publish("toy/toy12/button", payload)
+        app.publish("toy/toy12/command", {"v": 1, "command_id": "bye", "name": "session.terminate",
+                                          "arguments": {"reason": "bedtime"}, "actor": "app"})
+        returncode = proc.wait(timeout=60)  # on main: never, stdin stays open
+        results: dict[str, dict] = {}
+        while "bye" not in results:  # published (and acknowledged by the broker) before chat exited
+            topic, payload, _ = app.messages.get(timeout=10)
+            if topic.endswith("command/result"):
+                results[json.loads(payload)["command_id"]] = json.loads(payload)
+    finally:
+        end_process(proc)
+        app.close()
+    stderr = proc.stderr.read()
+    assert returncode == 0, stderr
+    assert results["bye"]["status"] == "ok" and results["bye"]["result"]["terminated"] is True
+    assert "Traceback" not in stderr
+    lines = stderr.splitlines()
+    # 84 bad messages: a burst of 10 and one summary line, with room for a start-up warning on a loaded machine
+    assert len(lines) <= 15 and all(len(line) < 500 for line in lines), stderr
+
+
+def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tmp_path):
+    """`run` on the virtual sound card: the talk button opens a session, a remote `session.terminate` answers `ok`
+    and really closes it (the service itself keeps running, back to idle)."""
+    from toy_runtime.testing.services import audit_records, end_process, wait_for
+
+    env = child_env()
+    env.update(sound_card.runtime_env)
+    env.update(TOY_STATE_DIR=str(tmp_path), TOY_AUDIO__INPUT_DEVICE="pulse", TOY_AUDIO__OUTPUT_DEVICE="pulse",
+               TOY_SESSION__IDLE_TIMEOUT_S="600")  # only the terminate may close it
+    audit = tmp_path / "audit.jsonl"
+    app = WireClient("127.0.0.1", broker.port, subscribe=["toy/toy13/command/result", "toy/toy13/state"])
+    proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run", "--mqtt-url", broker.url, "--device-id",
+                             "toy13"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def next_of(suffix: str, wanted: Callable[[dict], bool]) -> dict:
+        deadline = time.monotonic() + 60  # safety net only
+        while True:
+            topic, payload, _ = app.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            if topic.endswith(suffix) and wanted(value := json.loads(payload)):
+                return value
+
+    try:
+        app.wait_ready()
+        wait_for(lambda: audit_records(audit, "runtime.ready"), 60, "the runtime to be ready", proc)
+        app.publish("toy/toy13/button", {"v": 1, "action": "press", "seq": 1})
+        next_of("state", lambda state: state["state"] == "listening")
+        app.publish("toy/toy13/command", {"v": 1, "command_id": "bye", "name": "session.terminate",
+                                          "arguments": {"reason": "bedtime"}, "actor": "app"})
+        result = next_of("command/result", lambda r: r["command_id"] == "bye")
+        next_of("state", lambda state: state["state"] == "idle")
+        closed = wait_for(lambda: audit_records(audit, "voice.session_closed"), 30, "the session to close", proc)
+        assert proc.poll() is None  # the service goes on; only the session ended
+    finally:
+        end_process(proc)
+        app.close()
+    assert result["status"] == "ok" and result["result"]["terminated"] is True
+    assert [r["reason"] for r in closed] == ["closed"]
 
 
 def test_auth_failure_is_one_clear_line(tmp_path):

@@ -68,6 +68,10 @@ def test_reminder_fires_while_chatting(tmp_path):
             lines = output.until(lambda line: line.get("kind") == "reminder"
                                  or (line.get("type") == "event" and line.get("status") != "succeeded"),
                                  timeout_s=120)
+            # the child answers the reminder: the model hears it in context
+            proc.stdin.write("I already did it!\n")
+            proc.stdin.flush()
+            output.until(lambda line: line.get("type") == "turn", timeout_s=120)
         finally:
             proc.stdin.close()
             proc.wait(timeout=60)
@@ -77,7 +81,9 @@ def test_reminder_fires_while_chatting(tmp_path):
     assert scheduled and scheduled[0]["status"] == "succeeded", (lines, errors)
     reminders = [line for line in lines if line.get("kind") == "reminder"]
     assert reminders and "drink some water" in reminders[0]["text"], (lines, errors)
-    assert len(server.requests) == 2  # the reminder did not become a user turn
+    assert len(server.requests) == 3  # the reminder did not become a user turn
+    answer_turn = [(m["role"], m["content"]) for m in server.requests[2]["messages"] if m["role"] != "system"]
+    assert answer_turn[-2:] == [("assistant", reminders[0]["text"]), ("user", "I already did it!")], answer_turn
     assert proc.returncode == 0, errors
 
 

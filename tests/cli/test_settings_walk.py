@@ -68,9 +68,12 @@ MEANING = {
     ("session", "timezone"): lambda tmp: {"env": {"TOY_SESSION__TIMEZONE": "Mars/Olympus"}},
     ("llm", "base_url"): lambda tmp: {"env": {"TOY_LLM__BASE_URL": "localhost:8080/v1"}},
     ("search", "url"): lambda tmp: {"env": {"TOY_SEARCH__URL": "http://127.0.0.1:99999"}},
+    ("search", "wikipedia_url"): lambda tmp: {"env": {"TOY_SEARCH__WIKIPEDIA_URL": "ftp://{lang}.wikipedia.org"}},
     ("mqtt", "url"): lambda tmp: {"env": {"TOY_MQTT__URL": "mqtt://127.0.0.1:99999"}},
     ("events", "enabled"): lambda tmp: {"env": {"TOY_EVENTS__ENABLED": '["device.explode"]'}},
     ("mqtt", "remote_capabilities"): lambda tmp: {"env": {"TOY_MQTT__REMOTE_CAPABILITIES": '["device.explode"]'}},
+    **{("calendar", part): (lambda tmp, part=part: {"env": {f"TOY_CALENDAR__{part.upper()}": "25:00"}})
+       for part in ("morning", "afternoon", "evening", "tonight")},
     ("asr", "model_path"): lambda tmp: {"env": {"TOY_ASR__ENGINE": "vosk",
                                                 "TOY_ASR__MODEL_PATH": str(tmp / "no-such-model")}},
 }

@@ -23,14 +23,19 @@ class Harness:
     def __init__(self, tmp_path, *, mode="dual_agent", base_url=None, mixer=None, search=None, calendar=None,
                  **llm):
         settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path)})
+        # the gate's first-token budget too: its own tests turn it down (test_gate_budget.py)
         llm_updates = {"base_url": base_url, "model": "scripted-model", "read_timeout_s": 2.0,
-                       "connect_timeout_s": 1.0, **llm}
+                       "connect_timeout_s": 1.0, "gate_first_token_s": 600.0, **llm}
         # the cue's own tests turn it on: a turn slowed by a loaded machine must not gain one elsewhere
         settings = with_updates(settings, agent={"tool_invocation_mode": mode, "holding_cue_after_s": 600.0},
-                                llm=llm_updates)
+                                llm=llm_updates,
+                                # "off": no provider configured (the default would be the real Wikipedia)
+                                search={"provider": "none"} if search == "off" else
+                                (search if isinstance(search, dict) else {}))
         self.audit = MemoryAudit()
         self.mixer = mixer or MemoryMixer()
-        self.search = None if search == "off" else (search or StaticSearch())  # "off": no provider configured
+        # "off": no provider configured; a dict: these [search] settings, the runtime builds the provider itself
+        self.search = None if search == "off" or isinstance(search, dict) else (search or StaticSearch())
         self.calendar = calendar or MemoryCalendarStore()
         self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
                                      audit=self.audit)

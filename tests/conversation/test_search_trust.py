@@ -71,6 +71,25 @@ async def test_search_off_offline_gate_answers_an_explicit_search_request_honest
     assert " ".join(zh.speech()) == "抱歉，我现在没法上网查。"
 
 
+@pytest.mark.parametrize("text", ["Google is a big company", "Can you help me search for my teddy bear?"])
+async def test_search_off_statements_and_ordinary_requests_go_to_the_model(text, llm_server, make_harness):
+    """Only a clear search request takes the "can't look that up" gate; a sentence that merely names search does not."""
+    llm_server.add(Reply(text="Let's think about that together!"))
+    h = make_harness(mode="dual_agent", base_url=llm_server.url, search="off")
+    turn = await h.turn(text)
+    assert len(llm_server.requests) == 1 and turn.end.llm_calls == 1 and turn.metrics["path"] != "gate"
+    assert " ".join(turn.speech()) == "Let's think about that together!" and OFF_LINE not in turn.speech()
+
+
+@pytest.mark.parametrize("text, line", [("look up how tall giraffes are", OFF_LINE),
+                                        ("搜索一下长颈鹿有多高", "抱歉，我现在没法上网查。")])
+async def test_search_off_a_clear_search_request_still_takes_the_gate(text, line, llm_server, make_harness):
+    h = make_harness(mode="dual_agent", base_url=llm_server.url, search="off")
+    turn = await h.turn(text)
+    assert llm_server.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
+    assert " ".join(turn.speech()) == line
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_snippets_are_quoted_evidence_and_never_reach_history_or_event_agent(mode, make_harness):
     hit = SearchHit(title="Dinosaur records", url="https://dino.example/records",

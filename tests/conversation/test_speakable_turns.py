@@ -165,3 +165,33 @@ async def test_a_chat_agent_reminder_line_passes_the_guard(llm_server, make_harn
     event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"),
                       input=AgentInput(data={"title": "brush your teeth"}))
     assert await chat_agent_line(h.runtime, event) == "Time to brush your teeth!"
+
+
+CAT = ("Here is a cat: <img src=x onerror=alert(1)> &lt;i&gt;Meow&lt;/i&gt; || <script>alert(2)</script> "
+       "She says purr.")
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3])
+@pytest.mark.parametrize("mode", MODES)
+async def test_html_in_a_streamed_reply_never_reaches_the_speaker(mode, chunk_size, llm_server, make_harness):
+    llm_server.add(Reply(text=CAT, chunk_size=chunk_size))  # every tag and reference split over deltas
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("show me a cat")
+    spoken = " ".join(turn.speech())
+    assert "Meow" in spoken and "She says purr" in spoken
+    for needle in ("<", ">", "&", "|", "img", "onerror", "alert", "script"):
+        assert needle not in spoken
+    spoken_is_clean(h, turn)
+    # what was removed is on the record, counted in one record per reply however many elements there were
+    [stripped] = h.audit.of("chat.markup_stripped")
+    assert stripped["counts"]["tag"] == 5 and stripped["counts"]["script"] == 1
+
+
+async def test_a_flood_of_html_is_one_audit_record_and_no_words(llm_server, make_harness):
+    llm_server.add(Reply(text="Hi!" + "<script>alert(1)</script><b>&lt;i&gt;</b>" * 50, chunk_size=7))
+    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    turn = await h.turn("hello")
+    assert turn.speech(answer=1) == ["Hi!"]
+    assert h.audit.of("chat.text_hidden") == []  # never one record per element
+    [stripped] = h.audit.of("chat.markup_stripped")
+    assert stripped["counts"] == {"script": 50, "tag": 250}

@@ -181,7 +181,7 @@ async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, llm_se
     h = make_harness(mode=mode, base_url="http://unused")
     with __import__("toy_runtime.testing.scripted_llm", fromlist=["x"]).ScriptedLLMServer(answer) as server:
         h = make_harness(mode=mode, base_url=server.url)
-        turn = await h.turn("remind me to go to the park tomorrow morning")
+        turn = await h.turn("remind me to go to the park tomorrow night")
     [event] = turn.events
     assert event.status is EventStatus.NEEDS_CLARIFICATION
     assert turn.speech(answer=2) and turn.speech(answer=2)[0].endswith("?")
@@ -273,7 +273,7 @@ async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server,
     llm_server.add(Reply(text="Sure thing.<agent_events>session.terminate", chunk_size=2))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
     first = await h.turn("turn it up a bit")
-    assert first.speech(answer=1) == ["3 < 5 is true!"]
+    assert first.speech(answer=1) == ["3 less than 5 is true!"]  # a comparison is said in words, never as a sign
     assert [e.name for e in first.events] == ["device.volume.adjust"]
     assert first.metrics["dropped_events"] == ["device.explode"]
     assert first.speech(answer=2) == ["Hmm, I couldn't do that just now."]  # no promise left standing

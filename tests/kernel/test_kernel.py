@@ -81,6 +81,27 @@ async def test_duplicates_with_equivalent_arguments_are_skipped(recorder, contex
     assert sorted(c[1]["n"] for c in recorder.calls) == [4, 5]
 
 
+async def test_a_model_request_after_the_gates_is_a_duplicate_whatever_its_arguments(recorder, context):
+    """The gate acted on the child's words (e.g. while the model stalled): the model's later request for the same
+    definition in the batch is that request again — it runs once and says nothing more."""
+    a = make_definition("test.alpha", "alpha", recorder.handler("a"), failure_template=lambda args, info: "failed")
+    b = make_definition("test.beta", "beta", recorder.handler("b"), policy=ResultPolicy.TERMINATE, terminal=True)
+    kernel = kernel_for(a, b)
+    outcome = await kernel.run_batch(batch(
+        req("test.alpha", args={"n": 4}, source=SourceProtocol.OFFLINE_GATE),
+        req("test.beta", args={"n": 1}, source=SourceProtocol.OFFLINE_GATE),
+        req("test.alpha", args={"n": 7}), req("test.beta", args={"n": 2}, source=SourceProtocol.TEXT_EVENTS),
+    ), context)
+    assert [r.status for r in outcome.results] == [EventStatus.SUCCEEDED, EventStatus.SUCCEEDED,
+                                                   EventStatus.SKIPPED_DUPLICATE, EventStatus.SKIPPED_DUPLICATE]
+    assert [c[:2] for c in recorder.calls] == [("a", {"n": 4}), ("b", {"n": 1})]
+    assert outcome.continuation.terminate and outcome.continuation.lines == ()
+    # two model requests with different arguments are still two requests
+    again = await kernel.run_batch(batch(req("test.alpha", args={"n": 2}), req("test.alpha", args={"n": 3}),
+                                         turn="t2"), context)
+    assert [r.status for r in again.results] == [EventStatus.SUCCEEDED, EventStatus.SUCCEEDED]
+
+
 async def test_repeated_idempotency_key_returns_first_result_without_side_effect(recorder, context):
     a = make_definition("test.alpha", "alpha", recorder.handler("a"))
     kernel = kernel_for(a)
@@ -243,6 +264,18 @@ async def test_fallback_only_when_incomplete(recorder, context):
     r = unclear.results[0]
     assert r.status is EventStatus.SUCCEEDED and r.arguments == {"n": 7}
     assert r.resolution.value == "llm_fallback" and r.fallback_used and r.fallback_tokens == 42
+
+
+async def test_a_batch_opened_without_fallback_never_asks_the_model(recorder, context):
+    a = make_definition("test.alpha", "alpha", recorder.handler("a"))
+    fallback = ScriptedFallback({"test.alpha": {"n": 7}})
+    kernel = kernel_for(a, fallback=fallback)
+    run = kernel.open_batch("s1", "t1", context, use_fallback=False)
+    run.add(req("test.alpha", source=SourceProtocol.HOST))
+    run.close()
+    r = (await run.wait()).results[0]
+    assert r.status is EventStatus.NEEDS_CLARIFICATION and not r.fallback_used
+    assert fallback.calls == [] and recorder.calls == []
 
 
 async def test_incomplete_without_fallback_asks_a_question(recorder, context):

@@ -100,14 +100,26 @@ async def test_llm_streams_one_token(make_settings) -> None:
     assert "prompt tokens" in llm.detail and "estimated" not in llm.detail  # the server sent usage
 
 
-async def test_llm_probe_in_tools_mode_sends_the_tool_schemas(make_settings) -> None:
-    async with ScriptedLLMServer(default=Reply(text="OK")) as server:
-        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_AGENT__TOOL_INVOCATION_MODE="chat_agent_tools")
+async def test_a_first_token_later_than_the_gates_budget_is_a_warning_naming_it(make_settings) -> None:
+    async with ScriptedLLMServer(default=Reply(text="OK", delay_s=0.3)) as server:
+        settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_LLM__GATE_FIRST_TOKEN_S="0.1")
         results = by_name(await diagnose(settings, skip=only("llm")))
-        request = server.requests[-1]
-    assert results["llm"].status == "OK", results["llm"]
-    names = {tool["function"]["name"] for tool in request["tools"]}
-    assert len(names) == 3 and "chat_agent_tools, 3 tools" in results["llm"].detail  # search is off: unadvertised
+    llm = results["llm"]
+    assert llm.status == "WARN", llm
+    assert "gate_first_token_s = 0.1 s" in llm.detail and "[llm] gate_first_token_s" in llm.fix
+
+
+async def test_llm_probe_in_tools_mode_sends_the_tool_schemas(make_settings) -> None:
+    for search, count in (("wikipedia", 4), ("none", 3)):  # search off: its event is not advertised
+        async with ScriptedLLMServer(default=Reply(text="OK")) as server:
+            settings = make_settings(TOY_LLM__BASE_URL=server.url, TOY_AGENT__TOOL_INVOCATION_MODE="chat_agent_tools",
+                                     TOY_SEARCH__PROVIDER=search)
+            results = by_name(await diagnose(settings, skip=only("llm")))
+            request = server.requests[-1]
+        assert results["llm"].status == "OK", results["llm"]
+        names = {tool["function"]["name"] for tool in request["tools"]}
+        assert len(names) == count and f"chat_agent_tools, {count} tools" in results["llm"].detail
+        assert ("web_search" in names) == (search != "none")
 
 
 @pytest.mark.parametrize("field, setting", [("stream_options", "include_usage = false"),
@@ -347,12 +359,27 @@ def test_virtual_sound_card_opens_at_16k(tmp_path: Path, sound_card) -> None:
 # -- search ------------------------------------------------------------------------------------------------
 
 
-async def test_search_off_is_a_warning_that_says_how_to_set_up_searxng(make_settings) -> None:
+async def test_search_off_is_a_warning_that_says_how_to_turn_it_on(make_settings) -> None:
     out = io.StringIO()
-    code = await run_doctor(make_settings(), stream=out, skip=only("search"))
+    code = await run_doctor(make_settings(TOY_SEARCH__PROVIDER="none"), stream=out, skip=only("search"))
     text = out.getvalue()
     assert code == 0 and "WARN  search" in text and "search is off" in text
-    assert "fix: run SearxNG" in text and "[search] url" in text and "formats: [html, json]" in text
+    assert "for Wikipedia (no key)" in text and "[search] url" in text and "formats: [html, json]" in text
+
+
+async def test_the_default_wikipedia_is_asked_one_real_query(make_settings) -> None:
+    from toy_runtime.testing.fake_wikipedia import FakeWikipedia
+
+    async with FakeWikipedia() as fake:
+        settings = make_settings(TOY_SEARCH__WIKIPEDIA_URL=fake.base_url)
+        assert settings.search.provider == "wikipedia"  # the default
+        results = by_name(await diagnose(settings, skip=only("search")))
+        assert [r["path"] for r in fake.requests][0] == "/en/w/api.php"
+        assert results["search"].status == "OK" and "Wikipedia at" in results["search"].detail
+        fake.set_mode("http_500")
+        results = by_name(await diagnose(settings, skip=only("search")))
+    assert results["search"].status == "WARN" and "did not answer" in results["search"].detail
+    assert "online" in results["search"].fix and 'provider = "none"' in results["search"].fix
 
 
 async def test_static_search_is_a_warning_about_example_results(make_settings) -> None:

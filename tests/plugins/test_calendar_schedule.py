@@ -92,11 +92,11 @@ def test_recurrence_and_reminder_from_words(registry):
 
 
 @pytest.mark.parametrize("utterance, question", [
-    ("remind me to brush my teeth tomorrow morning", "What time tomorrow morning should I remind you?"),
+    ("remind me to brush my teeth tomorrow night", "What time tomorrow night should I remind you?"),
     ("remind me to call grandma later", "What time should I remind you?"),
     ("remind me to feed the fish soon", "What time should I remind you?"),
     ("remind me to brush my teeth tomorrow", "What time tomorrow should I remind you?"),
-    ("明天早上提醒我刷牙", "明天早上几点提醒你？"),
+    ("明天凌晨提醒我刷牙", "明天凌晨几点提醒你？"),
     ("一会儿提醒我喝水", "你想让我几点提醒你？"),
 ])
 def test_vague_times_ask_and_are_never_guessed(registry, utterance, question):
@@ -167,10 +167,10 @@ def test_the_childs_words_win_and_proposals_fill_gaps(registry, utterance, propo
 @pytest.mark.parametrize("utterance, proposed, missing, question", [
     ("remind me to water the plants", {"title": "water the plants", "start_at": "2026-12-01T07:00:00+08:00"},
      ("start_at",), "What time should I remind you?"),
-    ("remind me to brush my teeth tomorrow morning", {"start_at": "2026-12-01T07:00:00+08:00"}, ("start_at",),
-     "What time tomorrow morning should I remind you?"),
+    ("remind me to brush my teeth tomorrow night", {"start_at": "2026-12-01T07:00:00+08:00"}, ("start_at",),
+     "What time tomorrow night should I remind you?"),
     ("提醒我浇花", {"title": "浇花", "start_at": "2026-12-01T07:00:00+08:00"}, ("start_at",), "你想让我几点提醒你？"),
-    ("明天早上提醒我刷牙", {"start_at": "2026-12-01T07:30:00+08:00"}, ("start_at",), "明天早上几点提醒你？"),
+    ("明天凌晨提醒我刷牙", {"start_at": "2026-12-01T07:30:00+08:00"}, ("start_at",), "明天凌晨几点提醒你？"),
 ])
 def test_no_time_said_asks_and_never_takes_a_proposed_time(registry, utterance, proposed, missing, question):
     out = resolve(registry, NAME, utterance, proposed)
@@ -180,9 +180,9 @@ def test_no_time_said_asks_and_never_takes_a_proposed_time(registry, utterance, 
 
 @pytest.mark.parametrize("before, answer, title, start", [
     ("remind me to water the plants", "at 5 pm", "water the plants", "2026-11-30T17:00:00+08:00"),
-    ("remind me to brush my teeth tomorrow morning", "at 7", "brush my teeth", "2026-12-01T07:00:00+08:00"),
+    ("remind me to brush my teeth tomorrow night", "at 9", "brush my teeth", "2026-12-01T21:00:00+08:00"),
     ("remind me every day to take my vitamins", "at 7", "take my vitamins", "2026-12-01T07:00:00+08:00"),
-    ("明天早上提醒我刷牙", "七点", "刷牙", "2026-12-01T07:00:00+08:00"),
+    ("明天凌晨提醒我刷牙", "五点", "刷牙", "2026-12-01T05:00:00+08:00"),
     ("提醒我浇花", "下午五点", "浇花", "2026-11-30T17:00:00+08:00"),
 ])
 def test_an_answer_to_our_time_question_completes_the_request(registry, before, answer, title, start):
@@ -210,9 +210,12 @@ def test_invalid_structured_values(registry, args, code):
 
 
 def test_vague_structured_start_is_ambiguous(registry):
-    out = resolve(registry, NAME, "", {**BRUSH, "start_at": "tomorrow morning"})
+    out = resolve(registry, NAME, "", {**BRUSH, "start_at": "tomorrow"})
     assert out.outcome == "incomplete" and out.missing == ("start_at",)
-    assert out.question == "What time tomorrow morning should I remind you?"
+    assert out.question == "What time tomorrow should I remind you?"
+    # a part of day is the household's time in both invocation modes
+    assert resolve(registry, NAME, "", {**BRUSH, "start_at": "tomorrow morning"}).arguments["start_at"] == \
+        "2026-12-01T08:00:00+08:00"
     assert resolve(registry, NAME, "", {**BRUSH, "start_at": "2026-12-01"}).missing == ("start_at",)
 
 
@@ -231,12 +234,12 @@ def test_title_extraction():
 
 
 def test_confirmation_templates():
-    assert confirmation(BRUSH, {}) == "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
+    assert confirmation(BRUSH, {}) == "OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM."
     zh = {**BRUSH, "title": "刷牙"}
     assert confirmation(zh, {}) == "好的，12月1日 上午7:00 提醒你：刷牙。"
     assert confirmation({**BRUSH, "start_at": "2026-12-01T19:05:00+08:00"}, {}).endswith("at 7:05 PM.")
     assert confirmation({**BRUSH, "recurrence": {"frequency": "weekly", "days": ["MO", "WE"]}}, {}) == \
-        "OK, I'll remind you to brush my teeth every Monday and Wednesday at 7:00 AM, starting Tuesday, December 1."
+        "OK, I'll remind you to brush your teeth every Monday and Wednesday at 7:00 AM, starting Tuesday, December 1."
     assert confirmation({**zh, "recurrence": {"frequency": "daily"}}, {}) == "好的，每天 上午7:00 提醒你：刷牙（从12月1日开始）。"
 
 
@@ -247,16 +250,16 @@ async def test_create_through_kernel_speaks_the_confirmation(kernel, ports):
     result = outcome.results[0]
     assert result.status is EventStatus.SUCCEEDED and result.result["created"] is True
     assert result.result["title"] == "brush my teeth" and result.result["start_at"] == "2026-12-01T07:00:00+08:00"
-    assert outcome.continuation.lines == ("OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM.",)
+    assert outcome.continuation.lines == ("OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM.",)
     assert not outcome.continuation.needs_llm
     entries = await ports.calendar.list()
     assert len(entries) == 1 and entries[0].idempotency_key == result.idempotency_key
 
 
 async def test_vague_time_creates_nothing_and_asks(kernel, ports):
-    outcome = await run(kernel, request(NAME), utterance="明天早上提醒我刷牙")
+    outcome = await run(kernel, request(NAME), utterance="明天凌晨提醒我刷牙")
     assert outcome.results[0].status is EventStatus.NEEDS_CLARIFICATION
-    assert outcome.continuation.lines == ("明天早上几点提醒你？",)
+    assert outcome.continuation.lines == ("明天凌晨几点提醒你？",)
     assert ports.calendar.calls == 0
 
 
@@ -288,10 +291,10 @@ async def test_store_is_idempotent_by_key():
 async def test_a_vague_time_is_asked_not_handed_to_the_event_agent(registry, ports):
     fallback = ScriptedFallback({NAME: {"start_at": "2026-12-01T07:30:00+08:00"}})
     kernel = EventKernel(registry, fallback=fallback)
-    outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow morning")
+    outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow night")
     assert fallback.calls == []  # only the child can say the time: no EventAgent call is spent on a guess
     assert outcome.results[0].status is EventStatus.NEEDS_CLARIFICATION
-    assert outcome.continuation.lines == ("What time tomorrow morning should I remind you?",)
+    assert outcome.continuation.lines == ("What time tomorrow night should I remind you?",)
     assert ports.calendar.calls == 0
 
 
@@ -306,8 +309,8 @@ async def test_llm_fallback_fills_a_missing_title_but_never_the_time(registry, p
 
 
 async def test_llm_fallback_that_stays_vague_still_asks(registry, ports):
-    kernel = EventKernel(registry, fallback=ScriptedFallback({NAME: {"start_at": "tomorrow morning"}}))
-    outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow morning")
+    kernel = EventKernel(registry, fallback=ScriptedFallback({NAME: {"start_at": "tomorrow night"}}))
+    outcome = await run(kernel, request(NAME), utterance="remind me to brush my teeth tomorrow night")
     assert outcome.results[0].status is EventStatus.NEEDS_CLARIFICATION
     assert ports.calendar.calls == 0
 

@@ -256,7 +256,8 @@ def test_in_a_longer_request_times_are_not_volume_numbers(registry):
 @pytest.mark.parametrize("utterance, clear", [
     ("set the volume to 30", True), ("mute", True), ("unmute", True), ("louder please", True), ("静音", True),
     ("声音大一点", True), ("volume 30", True),
-    ("I want more cookies", False), ("turn it up", False), ("change the volume", False),
+    ("turn it up", True), ("turn it down", True),  # said to the toy: its speaker is all it can turn up or down
+    ("I want more cookies", False), ("turn up the heat", False), ("change the volume", False),
     ("set the volume to 30 and tell me a story", False), ("set the volume to 150", False),
 ])
 def test_offline_gate_only_for_short_clear_commands(registry, utterance, clear):

@@ -9,7 +9,7 @@ from toy_runtime.fakes.clock import ManualClock
 
 from .helpers import SH_NOW, request, run
 
-CONFIRM = "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
+CONFIRM = "OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM."
 CASES = [
     # (event name, tool name, proposed args, utterance, status, lines, terminate, follow-up count)
     ("session.terminate", "terminate_session", None, "bye bye", EventStatus.SUCCEEDED, (), True, 0),
@@ -23,8 +23,8 @@ CASES = [
      EventStatus.SUCCEEDED, (CONFIRM,), False, 0),
     ("calendar.schedule.create", "add_schedule", None, "明天早上7点提醒我刷牙", EventStatus.SUCCEEDED,
      ("好的，12月1日 上午7:00 提醒你：刷牙。",), False, 0),
-    ("calendar.schedule.create", "add_schedule", None, "remind me to brush my teeth tomorrow morning",
-     EventStatus.NEEDS_CLARIFICATION, ("What time tomorrow morning should I remind you?",), False, 0),
+    ("calendar.schedule.create", "add_schedule", None, "remind me to brush my teeth tomorrow night",
+     EventStatus.NEEDS_CLARIFICATION, ("What time tomorrow night should I remind you?",), False, 0),
     ("knowledge.web.search", "web_search", None, "帮我查一下熊猫吃什么", EventStatus.SUCCEEDED, (), False, 1),
 ]
 

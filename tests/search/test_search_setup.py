@@ -1,4 +1,5 @@
-"""Search is off unless configured: no fake in a production path, an honest line when a search is asked for."""
+"""Search is on by default (Wikipedia, no key); off only by choice: no fake in a production path, an honest line
+when a search is asked for and none is configured."""
 
 from __future__ import annotations
 
@@ -30,11 +31,16 @@ def context(text, locale="en"):
                           timezone="UTC", locale=locale)
 
 
-def test_search_is_off_by_default_and_in_the_toy_profile(tmp_path):
-    assert settings_for(tmp_path).search.provider == "none"
-    assert build_search(settings_for(tmp_path)) is None
-    toy = load_settings(CONFIGS / "toy.toml", env={})
-    assert toy.search.provider != "static" and build_search(toy) is None
+async def test_wikipedia_is_the_default_search_in_the_defaults_and_the_toy_profile(tmp_path):
+    from toy_runtime.adapters.wikipedia import WikipediaSearch
+
+    for settings in (settings_for(tmp_path), load_settings(CONFIGS / "toy.toml", env={})):
+        assert settings.search.provider == "wikipedia"
+        assert settings.search.wikipedia_url == "https://{lang}.wikipedia.org"
+        search = build_search(settings)
+        assert isinstance(search, WikipediaSearch) and search.site("zh") == "https://zh.wikipedia.org"
+        await search.aclose()
+    assert build_search(settings_for(tmp_path, provider="none")) is None  # off only by choice
     laptop = load_settings(CONFIGS / "laptop.toml", env={})
     assert laptop.search.provider == "static"  # the explicit demo/laptop choice
     assert isinstance(build_search(laptop), StaticSearch)
@@ -76,8 +82,8 @@ def test_static_results_say_they_are_examples():
 
 
 async def test_without_search_the_event_is_not_advertised_and_a_request_gets_the_honest_line(tmp_path):
-    runtime = build_runtime(settings_for(tmp_path), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
-                            audit=MemoryAudit())
+    runtime = build_runtime(settings_for(tmp_path, provider="none"), mixer=MemoryMixer(),
+                            calendar=MemoryCalendarStore(), audit=MemoryAudit())
     try:
         assert runtime.search is None
         definition = runtime.registry.lookup(NAME)
@@ -103,9 +109,15 @@ def test_the_unavailable_search_recognises_explicit_search_requests():
     from toy_runtime.plugins.web_search import asks_to_search
 
     for text in ("search for dinosaurs", "can you look it up", "look up giraffes", "google the weather",
-                 "can you check online when dinosaurs lived", "帮我查一下天气", "上网搜索恐龙"):
+                 "can you check online when dinosaurs lived", "帮我查一下天气", "上网搜索恐龙",
+                 "look up how tall giraffes are", "搜索一下长颈鹿有多高", "Please google it.",
+                 "Can you search the internet for dinosaurs?", "I want to know about whales, look it up"):
         assert asks_to_search(context(text)), text
-    for text in ("look up at the stars", "tell me a story", "turn it up", "are you online?", "检查一下"):
+    for text in ("look up at the stars", "tell me a story", "turn it up", "are you online?", "检查一下",
+                 # statements that name search, and searches for the child's own things, go to the model
+                 "Google is a big company", "Can you help me search for my teddy bear?", "Google makes phones",
+                 "I like to search for shells", "we looked it up yesterday", "search my room", "我喜欢上网",
+                 "搜索一下我的泰迪熊"):
         assert not asks_to_search(context(text)), text
 
 
@@ -117,3 +129,16 @@ async def test_with_a_provider_given_the_search_event_is_advertised(tmp_path):
         assert "web_search" in [t["function"]["name"] for t in runtime.registry.provider_tools()]
     finally:
         await runtime.aclose()
+
+
+def test_the_default_search_loads_no_http_library_until_its_first_look_up(tmp_path):
+    """`run` wires the runtime before READY: the Wikipedia adapter must not import httpx (nor make TLS) by then."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from toy_runtime.config import load_settings;"
+            "from toy_runtime.app.runtime import build_search;"
+            f"s = build_search(load_settings(env={{'TOY_STATE_DIR': {str(tmp_path)!r}}}));"
+            "print(type(s).__name__, 'httpx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["WikipediaSearch", "False"]

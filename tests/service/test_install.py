@@ -112,6 +112,7 @@ def test_dry_run_prints_every_action_and_changes_nothing(tmp_path):
                    "secrets.env", "toy-runtime.service", "mosquitto-local.conf", "systemctl enable toy-runtime"):
         assert action in out, action
     assert "[run]" not in out
+    assert "time zone " in out and "[session] timezone" in out  # the zone reminders will use, and how to change it
     assert "would be taken; nothing was changed" in out
     assert not root.exists()
 

@@ -47,9 +47,9 @@ class Rig:
     """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
 
     def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
-                 agent=None):
+                 agent=None, llm=None):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
-                                llm={"base_url": llm_url, "model": "scripted-model"},
+                                llm={"base_url": llm_url, "model": "scripted-model", **(llm or {})},
                                 agent={"holding_cue_after_s": 600.0, **(agent or {})})
         self.audit = MemoryAudit()
         self.mixer = MemoryMixer()
@@ -90,6 +90,26 @@ class Rig:
 
     async def close(self):
         await self.runtime.aclose()
+
+
+async def test_mute_and_bye_to_a_stalled_model_mutes_says_so_and_closes_the_session(tmp_path):
+    """Issue 34 §2: the model sends its headers and then nothing. Past `gate_first_token_s` the gate mutes, the
+    child hears its two lines played out, and the session closes as terminated — not after the turn deadline, and
+    with no fault line."""
+    with ScriptedLLMServer([Reply(text="Okay, bye!", fault="stall")]) as llm:
+        rig = Rig(tmp_path, llm.url, llm={"gate_first_token_s": 0.3, "first_token_timeout_s": 120.0,
+                                          "read_timeout_s": 120.0}, agent={"turn_deadline_s": 120.0})
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("mute and bye"))
+        await asyncio.wait_for(runner, 60)  # a safety bound only: without the budget the stall lasts 120 s
+        await rig.close()
+    [record] = rig.loop.records
+    assert record.terminated and closed_reasons(rig) == ["terminated"]
+    assert rig.mixer.muted and rig.mixer.changes == [("set_muted", True)]
+    assert " ".join(record.spoken) == "Okay, muting now. Bye bye! Talk to you soon."
+    assert record.turn_metrics["fault"] == "first_token_budget"
+    sink = rig.sinks[0]
+    assert sink.closed and sink.chunks  # the lines were played before the output closed
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
@@ -165,6 +185,25 @@ async def test_host_event_opens_a_session_and_speaks_the_reminder(tmp_path):
     assert rig.sinks and rig.sinks[0].played_ms() > 0
     assert rig.audit.of("voice.session_closed")[-1]["reason"] == "idle"  # then it closed on its own
     assert llm.requests == []  # a reminder is not disguised as user text: no LLM turn
+
+
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
+async def test_a_spoken_reminder_is_part_of_the_conversation(tmp_path):
+    """The child's answer to a reminder ("I already did it!") reaches the model with the reminder before it."""
+    reminder = "Reminder: it's time to brush your teeth."
+    with ScriptedLLMServer([Reply(text="Great job, your teeth are sparkly!")]) as llm:
+        rig = Rig(tmp_path, llm.url, idle_timeout_s=30.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"))
+        assert await deliver_host_event(rig.loop, event, reminder)
+        await rig.mic.put(utterance("I already did it!"))
+        await until(lambda: len(rig.loop.records) >= 1)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    [request] = llm.requests
+    dialogue = [(m["role"], m["content"]) for m in request["messages"] if m["role"] != "system"]
+    assert dialogue == [("assistant", reminder), ("user", "I already did it!")]
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

@@ -153,3 +153,30 @@ async def test_a_demo_shows_each_spoken_turn_with_its_waterfall(tmp_path):
             proc.communicate()
     assert proc.returncode == 0, out
     assert "console: http://127.0.0.1:" in out
+
+
+async def test_markup_in_what_the_child_said_is_shown_as_text_never_run(tmp_path):
+    """Everything the runtime heard is untrusted: words that look like HTML reach the page as text. An element
+    that ran would set `window.pwned`; none may be created inside the turn card."""
+    port = free_port()
+    audit = tmp_path / "audit.jsonl"
+    said = "<img src=x onerror=\"window.pwned=1\"> hi <script>window.pwned=2</script>"
+    with ScriptedLLMServer(default=Reply(text="Hello there.")) as llm:
+        env = runtime_env(tmp_path, TOY_LLM__BASE_URL=llm.url)
+        proc = start(["chat", "--web", f"127.0.0.1:{port}"], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: audit_records(audit, "console.started"), 60, "the console", proc)
+            async with HeadlessChromium.launch(tmp_path / "profile") as browser:
+                await browser.navigate(f"http://127.0.0.1:{port}/")
+                await browser.wait_for("document.body.dataset.connected === 'true'")
+                proc.stdin.write(said + "\n")
+                proc.stdin.flush()
+                await browser.wait_for(f"({turn_with('onerror')})?.stages.length")
+                turn = await browser.evaluate(turn_with("onerror"))
+                assert said in turn["heard"]
+                assert await browser.evaluate("document.querySelectorAll('.turn img, .turn script').length") == 0
+                assert await browser.evaluate("window.pwned === undefined")
+        finally:
+            proc.kill()
+            proc.communicate()

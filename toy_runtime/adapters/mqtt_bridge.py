@@ -181,7 +181,8 @@ class MqttBridgeAdapter:
             try:
                 await self.on_host_event(command_event(self.device_id, command))
             except Exception as exc:
-                log.exception("host event handler failed for command %s", command.command_id)
+                # %r: a command id is the sender's text (a newline in it must not forge a log line)
+                log.exception("host event handler failed for command %r", command.command_id)
                 await self.publish_command_result(
                     command.command_id, "failed", error_code="internal_error", error_message=type(exc).__name__
                 )

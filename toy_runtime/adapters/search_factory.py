@@ -9,15 +9,19 @@ from typing import Any
 
 from ..ports.search import SearchProvider
 
-KINDS = ("searxng",)
+KINDS = ("wikipedia", "searxng")
 
 
 def make_search_provider(kind: str, **kwargs: Any) -> SearchProvider:
-    """`searxng` → SearxngSearch(base_url=..., timeout_s=..., ...).
+    """`wikipedia` → WikipediaSearch(base_url=..., timeout_s=...); `searxng` → SearxngSearch(base_url=..., ...).
 
     Other real providers (a hosted API, a local index) join here behind the same port.
     """
     kind = (kind or "").strip().lower()
+    if kind == "wikipedia":
+        from .wikipedia import WikipediaSearch
+
+        return WikipediaSearch(**kwargs)
     if kind == "searxng":
         from .searxng import SearxngSearch
 

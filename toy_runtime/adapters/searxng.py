@@ -11,9 +11,7 @@ events once, so this adapter never retries itself; other 4xx, malformed JSON and
 from __future__ import annotations
 
 import asyncio
-import html
 import json
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,36 +19,7 @@ import httpx
 
 from ..ports.clock import Clock, SystemClock
 from ..ports.search import SearchError, SearchHit, SearchResult
-
-SNIPPET_CHARS = 300
-TITLE_CHARS = 120
-
-_TAG = re.compile(r"<[^>]*>")
-_SPACE = re.compile(r"\s+")
-
-
-def clean_text(text: Any, limit: int) -> str:
-    """Strip HTML tags and entities, collapse whitespace, cut at a word boundary to at most `limit` chars."""
-    if not isinstance(text, str):
-        return ""
-    plain = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
-    if len(plain) <= limit:
-        return plain
-    cut = plain[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:  # prefer a word boundary unless it throws away too much
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-") + "…"
-
-
-def _http_url(value: Any) -> str | None:
-    # Only web links travel on: a javascript: or data: URL in a result is dropped.
-    if not isinstance(value, str):
-        return None
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return None
-    return value.strip()
+from .search_text import SNIPPET_CHARS, TITLE_CHARS, clean_text, http_url as _http_url  # noqa: F401 - re-exported
 
 
 class SearxngSearch:

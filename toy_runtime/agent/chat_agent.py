@@ -254,7 +254,8 @@ class ChatAgent:
             yield detected
 
 
-_FORMATTING = frozenset({"markdown", "emoji", "tag", "link_url"})  # counted, not recorded one by one
+# counted, not recorded one by one (a reply of many `<script>` elements is one audit record, not hundreds)
+_FORMATTING = frozenset({"markdown", "emoji", "tag", "script", "markup", "entity", "link_url"})
 
 
 def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRules:

@@ -1,11 +1,15 @@
 """Streaming removal of markup from model text: what a small model writes for a screen, never for a speaker.
 
 `MarkupFilter` is fed content deltas and returns, in order, `Text` that may be spoken and `Hidden` items that must
-not: markdown (emphasis, headings, bullets, rules, quotes, code fences, inline code, link targets; a link keeps its
-text), emoji, XML-like tags and the blocks of tool-call tags (`<tool_call>…</tool_call>`, `<tools>…</tools>`,
-`<function=name>…</function>`, `<agent_events>…</agent_events>`, `<think>…</think>`), and anything in braces (a JSON
-object, a list of them, or template-copied doubled braces). Hidden blocks carry the JSON values found inside them
-(decoded with `json`), so a tool call written as text can be recovered by the caller.
+not: HTML (two `html_text.HtmlText` stages in front: tags, comments, script and style content; references decoded,
+then parsed again), markdown (emphasis, headings, bullets, rules, quotes, table pipes, code fences, inline code, link
+targets; a link keeps its text), emoji, XML-like tags and the blocks of tool-call tags (`<tool_call>…</tool_call>`,
+`<tools>…</tools>`, `<function=name>…</function>`, `<agent_events>…</agent_events>`, `<think>…</think>`), and
+anything in braces (a JSON object, a list of them, or template-copied doubled braces). Hidden blocks carry the JSON
+values found inside them (decoded with `json`), so a tool call written as text can be recovered by the caller.
+
+A `<` or `>` is never released as text: between two numbers it is said in words ("3 less than 5"; "3小于5" in a
+Chinese reply), anywhere else it is hidden.
 
 Text is held back only while a prefix could still become markup: a `<` until its tag closes or is ruled out, a line
 start until a bullet or heading marker is ruled out, one character after `]`, `_` or `~`, a run of backticks. Plain
@@ -16,8 +20,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from ..language import has_cjk
+from .html_text import HtmlText
+from .markup_items import Hidden, Text
+
+__all__ = ["BLOCK_TAGS", "Hidden", "MarkupFilter", "Text", "json_values"]
 
 # block tags whose whole content is hidden; the value says what the block is
 BLOCK_TAGS = {"tool_call": "tool_call", "tools": "tool_call", "function": "tool_call", "tool_calls": "tool_call",
@@ -26,7 +35,7 @@ _MAX_TAG = 80  # a `<` not closed within this many characters is text ("3 < 5 an
 
 _EMOJI = ("\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u2300-\u23FF\u2190-\u21FF\uFE0F\uFE0E\u200D"
           "\U000E0020-\U000E007F\u20E3")
-_SPECIAL = re.compile(f"[\\n<{{}}\\[\\]`*_~{_EMOJI}]")
+_SPECIAL = re.compile(f"[\\n<>|{{}}\\[\\]`*_~{_EMOJI}]")
 _EMOJI_RE = re.compile(f"[{_EMOJI}]")
 _TAG = re.compile(r"<(/?)(\|?[A-Za-z_][\w.|-]*\|?)(=[^<>\n]*)?\s*(/?)>")
 _TAG_PREFIX = re.compile(r"<(?:/?\|?(?:[A-Za-z_][\w.|-]*\|?(?:=[^<>\n]*)?\s*/?)?)?\Z")
@@ -34,25 +43,10 @@ _TAG_PREFIX = re.compile(r"<(?:/?\|?(?:[A-Za-z_][\w.|-]*\|?(?:=[^<>\n]*)?\s*/?)?
 _LINE_MARKER = re.compile(r"[ \t]*(?:(?:[-*_][ \t]*){3,}(?=\n)|#{1,6}[ \t]+|(?:[-*+•]|\d{1,3}[.)])[ \t]+|>[ \t]?)")
 _LAST_RULE = re.compile(r"[ \t]*(?:[-*_][ \t]*){3,}\Z")  # a horizontal rule as the reply's last line
 _LINE_PREFIX = re.compile(r"[ \t]*(?:#{1,6}|[-*+•]|\d{1,3}[.)]?|(?:[-*_][ \t]*)+)?\Z")
+# a `<` or `>` between two numbers is a comparison, said in words (English, or Chinese once the reply is)
+_COMPARISON = {"<": ("less than", "小于"), ">": ("greater than", "大于")}
 _DECODER = json.JSONDecoder()
 _OPENING = re.compile(r"[{\[]")
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    """Text that survived the filter (it still goes through the sentence splitter and the name check)."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Hidden:
-    """Something removed from speech: its kind, the raw text, and JSON values found in it (for recovery)."""
-
-    kind: str  # markdown | emoji | tag | tool_call | event_block | reasoning | json | code | link_url | ...
-    raw: str
-    values: tuple[Any, ...] = field(default=())
-    unclosed: bool = False  # the stream ended inside it
 
 
 def json_values(text: str) -> list[Any]:
@@ -132,27 +126,50 @@ class MarkupFilter:
         self._buf = ""  # undecided text, starting at the current state's beginning
         self._line_start = True
         self._last = ""  # last character released as text (for `_` inside a word)
+        self._last_visible = ""  # last character released as text other than a space or tab (for comparisons)
+        self._dense = False  # whether the reply released Chinese text (a comparison is said in Chinese then)
         self._capture: _Capture | None = None
+        # HTML first, twice: the second stage parses what the first decoded (`&lt;b&gt;` → `<b>` → hidden)
+        self._html = (HtmlText(frozenset(BLOCK_TAGS)), HtmlText(frozenset(BLOCK_TAGS)))
 
     @property
     def held(self) -> str:
-        """Text not yet released or hidden (a possible marker, or an open block)."""
-        return self._buf
+        """Text not yet released or hidden (a possible marker, an open tag, or an open block)."""
+        return self._buf + self._html[1].held + self._html[0].held
 
     def feed(self, chunk: str) -> list[Text | Hidden]:
         """Consume one delta; return the items it decided, in order."""
-        self._buf += chunk
-        return self._run(final=False)
+        return self._markdown(self._decoded(self._html[0].feed(chunk)))
 
     def close(self) -> list[Text | Hidden]:
         """End of stream: release what was held, hide any open block (marked unclosed)."""
-        out = self._run(final=True)
+        out = self._markdown(self._decoded(self._html[0].close()) + self._html[1].close())
+        out += self._run(final=True)
         if self._capture is not None:
             out.append(self._capture.hidden(self._buf, unclosed=True))
         elif self._buf:
-            out.append(Text(self._buf))
+            self._emit(out, self._buf)
         self._buf, self._capture, self._line_start, self._last = "", None, True, ""
+        self._last_visible, self._dense = "", False
+        return _merge(out)
+
+    def _decoded(self, items: list[Text | Hidden]) -> list[Text | Hidden]:
+        """The first HTML stage's items with its text passed through the second stage."""
+        out: list[Text | Hidden] = []
+        for item in items:
+            out.extend(self._html[1].feed(item.text) if isinstance(item, Text) else (item,))
         return out
+
+    def _markdown(self, items: list[Text | Hidden]) -> list[Text | Hidden]:
+        """Text left by the HTML stages through the markdown scan; what they hid passes on."""
+        out: list[Text | Hidden] = []
+        for item in items:
+            if isinstance(item, Text):
+                self._buf += item.text
+                out += self._run(final=False)
+            else:
+                out.append(item)
+        return _merge(out)
 
     # -- the scan ---------------------------------------------------------------------------------
 
@@ -176,6 +193,10 @@ class MarkupFilter:
         if text:
             out.append(Text(text))
             self._last = text[-1]
+            visible = text.rstrip(" \t")
+            if visible:
+                self._last_visible = visible[-1]
+            self._dense = self._dense or has_cjk(text)
 
     def _text(self, out: list[Text | Hidden], final: bool) -> int | None:
         """Process text outside any block from the buffer start; return how much was consumed (None: wait)."""
@@ -221,8 +242,15 @@ class MarkupFilter:
                 return tag.end()
             if not final and len(buf) < _MAX_TAG and _TAG_PREFIX.match(buf):
                 return None
-            self._emit(out, "<")
-            return 1
+            return self._comparison(out, final)
+        if ch == ">":
+            return self._comparison(out, final)
+        if ch == "|":  # table cells and `||`: the cells' words are spoken, kept apart
+            run = len(buf) - len(buf.lstrip("|"))
+            out.append(Hidden("markdown", buf[:run]))
+            if self._last and not self._last.isspace():
+                self._emit(out, " ")
+            return run
         if ch == "{":
             self._capture = _Json()
             return 0
@@ -264,6 +292,24 @@ class MarkupFilter:
             out.append(Hidden("markdown", "_"))
             return 1
         self._emit(out, ch)  # a single "~"
+        return 1
+
+    def _comparison(self, out: list[Text | Hidden], final: bool) -> int | None:
+        """A `<` or `>` that is no tag: between two numbers ("3 < 5") it is said in words, anywhere else it is a
+        markup character ("->", "<3") and hidden; never spoken as a sign."""
+        ch, rest = self._buf[0], self._buf[1:]
+        after = rest.lstrip(" \t")
+        if not after and not final and len(rest) < 4:
+            return None  # the next character decides
+        spaced = self._last in (" ", "\t")
+        before = self._last.isdigit() or (spaced and self._last_visible.isdigit())
+        if before and after[:1].isdigit() and spaced == (rest[:1] in (" ", "\t")):
+            pad = "" if spaced or self._dense else " "
+            self._emit(out, f"{pad}{_COMPARISON[ch][self._dense]}{pad}")
+        else:
+            out.append(Hidden("markup", ch))
+            if self._last and not self._last.isspace() and rest[:1] and not rest[:1].isspace():
+                self._emit(out, " ")  # "a<b" is two words, not one
         return 1
 
 

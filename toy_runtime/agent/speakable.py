@@ -1,6 +1,6 @@
 """The speakable-text guard: the one gate every word passes on its way to TTS.
 
-    content deltas ─▶ MarkupFilter (markup, emoji, tags, JSON, code) ─▶ SpeechSplitter ─▶ segment check ─▶ speech
+    content deltas ─▶ MarkupFilter (HTML, markdown, emoji, tags, JSON, code) ─▶ SpeechSplitter ─▶ segment check ─▶ speech
                                    └─▶ Hidden items (tool calls in them can be recovered by the caller)
 
 The segment check drops what only the registry and the prompts can recognise: registered event and tool names
@@ -9,6 +9,10 @@ instruction text read back aloud ("You can also trigger these device events:"). 
 splitter holds until a clause or sentence ends anyway, so it adds no waiting; the markup filter holds text only while
 a prefix could still become markup. `detect()` runs the same guard over a finished text and says what it would
 remove and why, so the bench counts leaks with the code that prevents them.
+
+Last, whatever the removals in between joined, no segment is spoken with a `<`, a `>` or a character reference
+(`&…;`): the markup filter decodes references and says a comparison in words, so this only catches what removal
+glued together ("&*amp*;").
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ REASONS = {
     "markdown": "markdown formatting",
     "emoji": "emoji",
     "tag": "an XML-like tag",
+    "script": "the content of a script or style element",
+    "markup": "a markup character",
+    "entity": "an HTML character reference",
     "tool_call": "tool-call syntax",
     "event_block": "an event block",
     "reasoning": "a reasoning block",
@@ -38,6 +45,7 @@ REASONS = {
 }
 MIN_ECHO_WORDS = 5  # a segment this long found word for word in the prompts is an echo, not an answer
 _WORDS = re.compile(r"\w+")
+_UNSPOKEN = re.compile(r"&#?[A-Za-z0-9]+;|[<>]")  # never spoken, whatever is left around them
 _SPACES = re.compile(r"[ \t]{2,}")
 _SPACE_BEFORE_MARK = re.compile(r"\s+(?=[.,!?;:。，！？；：])")  # left where something was removed: "did it 👍."
 _SENTENCE_PARTS = re.compile(r"[.:;!?]+(?=\s|\Z)|\n")  # a period inside a dotted name does not cut
@@ -201,6 +209,10 @@ class SpeakableGuard:
             self._open_call = False
         text, found, self._open_call = self.rules.check(segment)
         hidden += found
+        if text and _UNSPOKEN.search(text):
+            hidden += [Hidden("markup" if m.group() in "<>" else "entity", m.group()) for m in _UNSPOKEN.finditer(text)]
+            text = _tidy(_UNSPOKEN.sub(" ", text))
+            text = text if any(ch.isalnum() for ch in text) else ""
         return [*hidden, text] if text else hidden
 
 

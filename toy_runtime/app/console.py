@@ -78,10 +78,13 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
         runner = runtime.new_turn_runner()
         # stdin is read by a daemon thread, never the loop's executor: a readline blocked at the idle prompt would
         # make asyncio.run wait for it on Ctrl-C (the command hung until Enter). Typed in the page or on stdin,
-        # whichever comes; the page's "end" is like the end of input.
+        # whichever comes; the page's "end" is like the end of input, and so is an end through the session boundary
+        # from elsewhere (a remote `session.terminate` over MQTT): the console stops after the turn in progress, as
+        # after "goodbye".
         inbox: asyncio.Queue[str | None] = asyncio.Queue()
         _feed_lines(stdin, inbox)
         next_line = inbox.get
+        runtime.boundary.on_end(lambda session_id, reason: inbox.put_nowait(None))
         if console is not None:
             await console.start(end_session=lambda: inbox.put_nowait(None), send_message=inbox.put_nowait)
         publish = lambda state: runtime.signals.publish(  # noqa: E731 - mirrored to MQTT when connected
@@ -109,6 +112,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
 
             speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
             print(render(speech, json_lines), file=stdout, flush=True)
+            runner.conversation.add_announcement(speech.text)  # the next line typed may answer it
             return True
 
         router = runtime.router  # one router per runtime: the MQTT link's runners are bound here too

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StartError
-from ..host.envelope import HostEvent, HostEventRouter
+from ..host.envelope import EventType, HostEvent, HostEventRouter
 from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
 from ..events.audit_kinds import AuditKind
 
@@ -29,6 +29,12 @@ _HINTS = {
 }
 
 
+# Remote commands handled at once; more are refused `busy` at once. A stranger on the broker must not pile up tasks
+# (each holds a kernel batch for up to its deadline), and buttons are never counted: the child's talk button works
+# whatever the app sends.
+MAX_COMMANDS_IN_FLIGHT = 16
+
+
 class BridgeStartError(StartError):
     """The bridge cannot connect and retrying would not help (bad credentials, untrusted certificate, TLS on one end
     only): one line for the user, exit 2."""
@@ -42,10 +48,17 @@ class DeviceLink:
     adapter: Any
     router: HostEventRouter
     tasks: list[asyncio.Task] = field(default_factory=list)
+    grace_s: float = 2.0  # how long in-flight remote commands may take to finish and answer at close
+    max_commands: int = MAX_COMMANDS_IN_FLIGHT
+    commands: set[asyncio.Task] = field(default_factory=set)  # the remote commands among `tasks`
 
     async def aclose(self) -> None:
         tasks, self.tasks = list(self.tasks), []
-        for task in tasks:  # in-flight remote commands end before the runtime under them closes
+        if tasks:
+            # A remote `session.terminate` is what closes the console: its `ok` must still reach the sender. What
+            # is still running after the grace is cancelled, before the runtime under it closes.
+            await asyncio.wait(tasks, timeout=self.grace_s)
+        for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         try:
@@ -66,8 +79,8 @@ def bridge_config(settings):
                         keepalive_s=m.keepalive_s)
 
 
-async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
-                            connect_timeout_s: float = 5.0) -> DeviceLink:
+async def start_device_link(runtime, *, on_button: ButtonHandler | None = None, connect_timeout_s: float = 5.0,
+                            max_commands: int = MAX_COMMANDS_IN_FLIGHT) -> DeviceLink:
     """Connect the bridge, wire the router, and wait until connected or the first failed attempt.
 
     BridgeStartError for what retrying cannot fix (credentials, certificate, TLS/plain mismatch). A broker that is
@@ -87,13 +100,28 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None,
     bind_firmware(router, runtime, publish_result, on_button=on_button)
 
     async def on_host_event(event: HostEvent) -> None:
+        command = event.event_type == EventType.API_INVOKED
+        if command and len(link.commands) >= link.max_commands:
+            command_id = str(event.input.data.get("command_id", event.event_id))
+            runtime.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, command_id=command_id,
+                                 name=event.input.data.get("name"), reason="busy", in_flight=len(link.commands))
+            await publish_result(command_id, status="refused", error_code="busy",
+                                 error_message=f"{link.max_commands} commands are already running; try again later")
+            return
         # hand off at once: the adapter delivers events in order and must not wait for a kernel batch
         task = asyncio.create_task(dispatch_audited(router, event, runtime.audit), name=f"host:{event.event_type}")
         link.tasks.append(task)
-        task.add_done_callback(lambda t: link.tasks.remove(t) if t in link.tasks else None)
+        if command:
+            link.commands.add(task)
+        task.add_done_callback(forget)
+
+    def forget(task: asyncio.Task) -> None:
+        link.commands.discard(task)
+        if task in link.tasks:
+            link.tasks.remove(task)
 
     adapter = MqttBridgeAdapter(client, runtime.signals, on_host_event=on_host_event)
-    link = DeviceLink(client=client, adapter=adapter, router=router)
+    link = DeviceLink(client=client, adapter=adapter, router=router, max_commands=max_commands)
     try:
         await adapter.start()
         await client.wait_connected(connect_timeout_s, fail_fast=True)

@@ -30,22 +30,32 @@ def build_mixer(settings: Settings) -> Mixer:
 
 
 def build_search(settings: Settings) -> SearchProvider | None:
-    """The configured search adapter, or None when search is off (the default).
+    """The configured search adapter, or None when search is off (`provider = "none"`).
 
-    `[search] url` selects SearxNG. `provider = "static"` is the explicit demo choice of canned, example-labelled
-    results; it is chosen here, in the composition root, and nowhere else.
+    `[search] url` selects SearxNG; otherwise the provider, Wikipedia by default (no key needed). `provider =
+    "static"` is the explicit demo choice of canned, example-labelled results; it is chosen here, in the composition
+    root, and nowhere else.
     """
-    if settings.search.url:
-        from ..adapters.search_factory import make_search_provider
+    from ..adapters.search_factory import make_search_provider
 
-        return make_search_provider("searxng", base_url=settings.search.url, timeout_s=settings.search.timeout_s)
-    if settings.search.provider == "static":
+    search = settings.search
+    if search.url:
+        return make_search_provider("searxng", base_url=search.url, timeout_s=search.timeout_s)
+    if search.provider == "static":
         from ..fakes.search import StaticSearch
 
         return StaticSearch()
-    if settings.search.provider == "searxng":
+    if search.provider == "searxng":
         raise ValueError("search.provider is 'searxng' but search.url is not set")
+    if search.provider == "wikipedia":
+        return make_search_provider("wikipedia", base_url=search.wikipedia_url, timeout_s=search.timeout_s,
+                                    contact=search.contact)
     return None
+
+
+def search_enabled(settings: Settings) -> bool:
+    """Whether the configuration offers web search to the model (any provider but `none`, or a SearxNG url)."""
+    return bool(settings.search.url) or settings.search.provider != "none"
 
 
 def build_calendar(settings: Settings, clock: Clock) -> Calendar:
@@ -108,6 +118,7 @@ class Runtime:
         return TurnRunner(kernel=self.kernel, chat_agent=self.chat_agent, conversation=conversation,
                           audit=self.audit, clock=self.clock, timezone=self.settings.session.timezone,
                           agent_config=self.settings.agent, event_agent=self.event_agent,
+                          gate_first_token_s=self.settings.llm.gate_first_token_s,
                           observer=self.turn_observer, before_turn=self.before_turn)
 
     async def aclose(self) -> None:
@@ -148,7 +159,10 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     signals = signals or SignalBus()
     boundary = SessionBoundary()
     mixer = mixer or build_mixer(settings)
-    search = search or build_search(settings)
+    if search is None:
+        search = build_search(settings)
+        if search is not None and hasattr(search, "aclose"):
+            closers.append(search.aclose)  # the adapter's HTTP client is ours to close
     if calendar is None:
         calendar = build_calendar(settings, clock)
         closers.append(getattr(calendar, "aclose", lambda: None))
@@ -156,7 +170,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
 
     calendar = ObservedCalendar(calendar)  # the reminder scheduler wakes up when a schedule is added
     ports = PluginPorts(session=boundary, mixer=mixer, calendar=calendar, search=search, signals=signals,
-                        volume_step=settings.volume.step, search_results=settings.search.max_results)
+                        volume_step=settings.volume.step, search_results=settings.search.max_results,
+                        dayparts=settings.calendar.dayparts())
     registry = default_registry(ports).subset(settings.events.enabled)
 
     chat_client = chat_agent = event_agent = None
@@ -204,9 +219,9 @@ def offline_registry(settings: Settings, *, as_configured: bool = False) -> Even
     from ..fakes.search import StaticSearch
     from ..plugins import PluginPorts, default_registry
 
-    searching = not as_configured or bool(settings.search.url) or settings.search.provider == "static"
+    searching = not as_configured or search_enabled(settings)
     ports = PluginPorts(session=SessionBoundary(), mixer=MemoryMixer(), calendar=MemoryCalendarStore(),
                         search=StaticSearch() if searching else None, signals=None, volume_step=settings.volume.step,
-                        search_results=settings.search.max_results)
+                        search_results=settings.search.max_results, dayparts=settings.calendar.dayparts())
     registry = default_registry(ports)
     return registry.subset(settings.events.enabled) if as_configured else registry

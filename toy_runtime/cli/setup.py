@@ -35,7 +35,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     """Load the settings and run every load-time check; one line either way."""
     settings = settings_for(args)
     source = f"profile {args.config} + environment" if args.config else "defaults + environment (no --config)"
-    print(f"config OK ({source}); state_dir {settings.state_dir}, "
+    print(f"config OK ({source}); state_dir {settings.state_dir}, time zone {settings.session.timezone}, "
           f"LLM {'at ' + settings.llm.base_url if settings.llm_online else 'offline'}")
     return 0
 

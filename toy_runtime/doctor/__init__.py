@@ -11,7 +11,7 @@ Each check prints one line, `OK|WARN|FAIL|SKIP  name  detail`, and for WARN/FAIL
     alsa-control  the ALSA mixer control exists and reads back (only with volume.backend = "alsa")
     broker        the MQTT broker accepts a session with the configured credentials (only with mqtt.url)
     llm           the endpoint streams a 1-token completion; first-token time (only with llm.base_url: WARN offline)
-    search        SearxNG answers one JSON query (only with search.url: WARN when search is off or canned examples)
+    search        Wikipedia (the default) or SearxNG (search.url) answers one query (WARN: off, canned or unreachable)
 
 The broker check connects with a plain probe endpoint, not a BridgeClient: a BridgeClient would publish the
 retained presence `online`, then `offline`, and so tell the firmware that a running toy-runtime service went away.

@@ -124,4 +124,9 @@ async def check_llm(settings: Settings) -> Verdict:
         return warn(f"{what}: every spoken answer waits this long",
                     "use a closer or faster endpoint, or a smaller model; with a local server, keep the prompt "
                     "prefix cached (docs/local-models.md)")
+    if ttft is not None and ttft > llm.gate_first_token_s * 1000:
+        return warn(f"{what}: later than gate_first_token_s = {llm.gate_first_token_s:g} s, so the offline gate "
+                    "carries out clear device requests and goodbye (\"mute and bye\") before the model answers",
+                    "fine if the gate's fixed lines are what you want; else raise [llm] gate_first_token_s above "
+                    "the warm first-token time (docs/local-models.md)")
     return ok(what)

@@ -40,7 +40,7 @@ def _config_summary(settings: Settings, config: str | os.PathLike[str] | None) -
     mqtt = "mqtt on" if settings.mqtt.url else "mqtt off"
     search = "search searxng" if settings.search.url else f"search {settings.search.provider}"
     return (f"{source}: {llm}, asr {settings.asr.engine}, volume {settings.volume.backend}, {mqtt}, {search}, "
-            f"state {settings.state_dir}")
+            f"time zone {settings.session.timezone}, state {settings.state_dir}")
 
 
 # -- running them ----------------------------------------------------------------------------------------

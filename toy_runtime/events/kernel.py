@@ -18,7 +18,7 @@ from .continuation import Continuation, aggregate
 from .definition import EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback
 from .idempotency import IdempotencyStore, canonical_json, idempotency_key
-from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimings
+from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimings, SourceProtocol
 from .registry import EventRegistry
 from .resolution import ResolvedArguments, resolve_request
 
@@ -109,15 +109,18 @@ class EventKernel:
         context: ResolveContext,
         *,
         on_result: ResultCallback | None = None,
+        use_fallback: bool = True,
     ) -> "BatchRun":
         """Start a batch that requests join while the model is still streaming.
 
         Each `add()` starts that request at once (dispatch never waits for the reply to end); `close()` says no more
         will come, which releases terminal events; `wait()` returns the outcome. The batch deadline runs from the
         dispatch (the first request added, or the close if none came), never from here: a long reply before its
-        first event must not eat the events' time.
+        first event must not eat the events' time. `use_fallback=False`: incomplete arguments are never sent to
+        the EventAgent (structured requests with no words to read, e.g. a remote command): they get the
+        clarification result instead.
         """
-        return BatchRun(self, session_id, turn_id, context, on_result)
+        return BatchRun(self, session_id, turn_id, context, on_result, use_fallback=use_fallback)
 
     async def execute(self, definition: EventDefinition, arguments: Mapping[str, Any], ctx: ExecutionContext):
         """Call the handler with the definition's timeout and (read-only only) retries."""
@@ -145,8 +148,9 @@ class BatchRun:
     """One batch in flight. Created by `EventKernel.open_batch`."""
 
     def __init__(self, kernel: EventKernel, session_id: str, turn_id: str, context: ResolveContext,
-                 on_result: ResultCallback | None) -> None:
+                 on_result: ResultCallback | None, *, use_fallback: bool = True) -> None:
         self.kernel = kernel
+        self.fallback = kernel.fallback if use_fallback else None
         self.session_id = session_id
         self.turn_id = turn_id
         self.context = context
@@ -277,7 +281,7 @@ class BatchRun:
 
     async def _process(self, slot: _Slot) -> EventResult:
         definition, request, kernel = slot.definition, slot.request, self.kernel
-        resolved = await resolve_request(kernel.registry, definition, request, self.context, kernel.fallback,
+        resolved = await resolve_request(kernel.registry, definition, request, self.context, self.fallback,
                                          self.audit)
         slot.resolved.set_result(resolved)
         if resolved.outcome == "invalid":
@@ -326,13 +330,21 @@ class BatchRun:
             await store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
 
     async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:
-        """Event id of an earlier same-name request with equivalent normalized arguments, if any."""
+        """Event id of an earlier same-name request with equivalent normalized arguments, if any.
+
+        An earlier request from the offline gate settles its definition for the batch whatever the arguments: the
+        gate acted on the child's clear words (e.g. while the model stalled), so the model's later request for the
+        same thing ("down by 20" where the gate ran "down") is that request again, not a second one.
+        """
         mine = canonical_json(resolved.arguments)
         for other in self.slots[: slot.index]:
             if other.definition is not slot.definition:
                 continue
             theirs = await asyncio.shield(other.resolved)
-            if theirs is not None and theirs.outcome == "resolved" and canonical_json(theirs.arguments) == mine:
+            if theirs is None or theirs.outcome != "resolved":
+                continue
+            if canonical_json(theirs.arguments) == mine or (other.request.source is SourceProtocol.OFFLINE_GATE
+                                                            and slot.request.source is not SourceProtocol.OFFLINE_GATE):
                 return other.request.event_id
         return None
 

@@ -16,9 +16,16 @@ from .envelope import Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
 
+MAX_ERROR_CHARS = 300  # schema messages quote the offending value, which a stranger chose
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 class RemoteCommandRunner:
-    """Runs `api.invoked` commands through the kernel when the binding grants the capability."""
+    """Runs `api.invoked` commands through the kernel when the binding grants the capability and the arguments
+    satisfy the event's JSON schema (else `refused` / `invalid`, audited, nothing runs)."""
 
     def __init__(self, kernel: EventKernel, audit, clock, timezone_name: str,
                  publish_result: Callable[..., Awaitable[None]]) -> None:
@@ -39,13 +46,28 @@ class RemoteCommandRunner:
             await self.publish_result(command_id, status="refused", error_code="capability_not_granted",
                                       error_message=f"{name or 'command'} is not allowed remotely")
             return
+        arguments = data.get("arguments") or {}
+        problems = (self.kernel.registry.schema_errors(definition.name, arguments) if isinstance(arguments, dict)
+                    else ("arguments must be an object",))
+        if problems:
+            # The schema answers first: bad arguments never reach a resolver's guesses or the EventAgent (a paid
+            # model call a stranger on the broker could otherwise trigger at will).
+            self.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, name=definition.name,
+                              command_id=command_id, actor=event.actor.model_dump() if event.actor else None,
+                              binding=binding.binding_id, reason="invalid_arguments",
+                              errors=[_clip(problem, 200) for problem in problems[:5]])
+            await self.publish_result(command_id, status="invalid", error_code="invalid_arguments",
+                                      error_message=_clip("; ".join(problems), MAX_ERROR_CHARS))
+            return
         from zoneinfo import ZoneInfo
 
         context = ResolveContext(utterance="", request_time=self.clock.now().astimezone(ZoneInfo(self.timezone_name)),
                                  timezone=self.timezone_name)
         request = EventRequest(name=definition.name, turn_id=f"remote.{command_id}", source=SourceProtocol.HOST,
-                               arguments=dict(data.get("arguments") or {}), event_id=event.event_id)
-        run = self.kernel.open_batch("remote", request.turn_id, context)
+                               arguments=dict(arguments), event_id=event.event_id)
+        # no words to read and nobody to answer a question: never let the EventAgent guess what a remote sender
+        # left out (the schema already refused what it could; this closes the rest)
+        run = self.kernel.open_batch("remote", request.turn_id, context, use_fallback=False)
         run.add(request)
         run.close()
         outcome = await run.wait()

@@ -6,19 +6,29 @@ that fires reminders is `host/scheduler.py`."""
 from __future__ import annotations
 
 from ..language import has_cjk
+from ..pronouns import second_person
 from .envelope import HostEvent
 
 
 def reminder_line(event: HostEvent) -> str:
-    """The templated reminder sentence, in the language of the title."""
+    """The templated reminder sentence, in the language of the title ("it's time to brush your teeth": the child's
+    "my" said back as "your").
+
+    A stored title may have come from a model's proposal, and the line is both spoken and kept in the conversation
+    the model reads next: it passes the same speakable guard as model text (no markup, event blocks or JSON).
+    """
+    from ..agent.speakable import NO_RULES, speakable
+
     data = event.input.data
-    title = str(data.get("title") or "")
+    title = second_person(str(data.get("title") or ""))
     minutes = int(data.get("reminder_minutes") or 0)
     if has_cjk(title):
-        return f"提醒：{minutes}分钟后{title}。" if minutes else f"提醒：该{title}了。"
-    if minutes:
-        return f"Reminder: in {minutes} minutes, {title}."
-    return f"Reminder: it's time to {title}." if not title[:1].isupper() else f"Reminder: {title}."
+        line = f"提醒：{minutes}分钟后{title}。" if minutes else f"提醒：该{title}了。"
+    elif minutes:
+        line = f"Reminder: in {minutes} minutes, {title}."
+    else:
+        line = f"Reminder: it's time to {title}." if not title[:1].isupper() else f"Reminder: {title}."
+    return ("" if has_cjk(line) else " ").join(speakable(line, NO_RULES)[0])
 
 
 async def chat_agent_line(runtime, event: HostEvent) -> str:
@@ -27,7 +37,7 @@ async def chat_agent_line(runtime, event: HostEvent) -> str:
 
     if runtime.chat_client is None:
         return reminder_line(event)
-    title = str(event.input.data.get("title") or "")
+    title = second_person(str(event.input.data.get("title") or ""))
     stats = CallStats(purpose="reminder")
     messages = [{"role": "system", "content": runtime.settings.agent.persona},
                 {"role": "user", "content": f"[reminder] In one short friendly sentence, tell the child it is time "

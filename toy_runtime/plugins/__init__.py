@@ -9,7 +9,7 @@ Plugins import only `events/` and `ports/`; the composition root chooses the ada
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..events.definition import EventDefinition
 from ..events.registry import EventRegistry
@@ -18,6 +18,7 @@ from ..ports.device import Mixer, SessionControl
 from ..ports.search import SearchProvider
 from ..signals import SignalBus
 from . import calendar_schedule, device_volume, session_terminate, web_search
+from .timeparse import DEFAULT_DAYPARTS, DayParts
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class PluginPorts:
     """The ports the built-in plugins act through.
 
     `volume_step` is the change, in percentage points, for "a bit louder"/"quieter" without a number.
+    `dayparts` are the household's times for "tomorrow morning" & co. (`[calendar] morning = "08:00"`, …).
     """
 
     session: SessionControl
@@ -34,6 +36,7 @@ class PluginPorts:
     signals: SignalBus | None = None
     volume_step: int = device_volume.DEFAULT_STEP
     search_results: int = web_search.DEFAULT_RESULTS  # sources fetched when the request does not say
+    dayparts: DayParts = field(default_factory=lambda: dict(DEFAULT_DAYPARTS))
 
 
 def builtin_definitions(ports: PluginPorts) -> list[EventDefinition]:
@@ -41,7 +44,7 @@ def builtin_definitions(ports: PluginPorts) -> list[EventDefinition]:
     return [
         session_terminate.definition(ports.session),
         device_volume.definition(ports.mixer, ports.signals, step=ports.volume_step),
-        calendar_schedule.definition(ports.calendar),
+        calendar_schedule.definition(ports.calendar, dayparts=ports.dayparts),
         (web_search.definition(ports.search, default_results=ports.search_results) if ports.search is not None
          else web_search.unavailable_definition()),
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Mapping
 
 from ..events.definition import EventDefinition, ExecutionContext, Resolution, ResolveContext
@@ -21,7 +22,9 @@ from .repeats import parse_recurrence, parse_reminder_offset
 from ..language import has_cjk
 from .text import blank_spans, collapse_spaces, wants_chinese
 from .timeparse import (
+    DEFAULT_DAYPARTS,
     WEEKDAY_CODES,
+    DayParts,
     is_after,
     localize,
     normalize_text,
@@ -188,7 +191,8 @@ def _reminder(raw: Any) -> int:
     return raw
 
 
-def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime | None, str | None]:
+def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays,
+           dayparts: DayParts) -> tuple[datetime | None, str | None]:
     """A proposed start → (aware datetime, None) | (None, day phrase of a vague value)."""
     zone = zone_of(tz)
     if isinstance(raw, datetime):
@@ -201,7 +205,7 @@ def _start(raw: Any, ctx: ResolveContext, tz: str, weekdays) -> tuple[datetime |
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             return None, None  # a date without a time: ask for the time
         raise _Invalid("invalid_time", f"start_at {text!r} is not an RFC3339 date-time")
-    match = parse_when(text, ctx.request_time, tz, weekdays=weekdays)
+    match = parse_when(text, ctx.request_time, tz, weekdays=weekdays, dayparts=dayparts)
     return match.when, match.day_phrase
 
 
@@ -251,7 +255,45 @@ def _stated_title(text: str) -> bool:
     return bool(_EN_MARKER.search(text) or _EN_WAKE.search(text) or _ZH_MARKER.search(text))
 
 
-def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
+# "remind me (tomorrow) to …", "set a reminder", "wake me up": a reminder request, not "remind me what pandas eat"
+_EN_GATE_MARKER = re.compile(
+    r"\b(?:remind|ping|alert)\s+me\b(?!\s+(?:what|how|who|why|where|which|when|if|whether)\b)"
+    r"|\b(?:set|make|create|add|put)\s+(?:up\s+)?(?:a|an|my)?\s*(?:reminder|alarm)\b"
+    r"|\bdon'?t\s+let\s+me\s+forget\b|\bwake\s+me(?:\s+up)?\b", re.IGNORECASE)
+_TITLE_QUESTION = re.compile(r"remind you about|提醒你什么")
+# a request joined on before "remind me" ("turn it down and remind me to …"): the sentence asks for two things
+_EN_JOINED_BEFORE = re.compile(r"\b(?:and|then|also)\b", re.IGNORECASE)
+_ZH_JOINED_BEFORE = re.compile(r"然后|还有|并且|再")
+
+
+def gate_match(ctx: ResolveContext) -> bool:
+    """True for a clear reminder request the resolver handles without a model, so that offline the toy makes the
+    schedule (or asks its one question) instead of saying it cannot think.
+
+    Clear: the utterance states the reminder ("remind me to …", "提醒我…", "wake me up …", "don't let me forget …")
+    and asks for nothing else before or after it, or it answers this plugin's own question with a time ("at 5 pm").
+    A sentence that also asks for something else is left to the model (offline: the offline line), so no part of it
+    is silently dropped.
+    """
+    s = normalize_text(ctx.utterance).strip()
+    if not s:
+        return False
+    if _answered_request(ctx):
+        if _TITLE_QUESTION.search(normalize_text(ctx.history[-1].get("content", ""))):
+            return True  # "What should I remind you about?" → "feeding the fish"
+        try:
+            return bool(parse_when(s, ctx.request_time, ctx.timezone).spans)
+        except ValueError:  # an unknown session zone: the resolver reports it, the gate does not guess
+            return False
+    chinese = has_cjk(s)
+    marker = (_ZH_MARKER if chinese else _EN_GATE_MARKER).search(s)
+    if marker is None:
+        return False
+    joined = (_ZH_JOINED_BEFORE if chinese else _EN_JOINED_BEFORE).search(s[:marker.start()])
+    return joined is None and _first_request(s) == s
+
+
+def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext, dayparts: DayParts):
     """What the child's words say: (text, recurrence, reminder, spans, time match).
 
     The earlier request and the answer are read as one request; when together they are not precise (the answer
@@ -263,18 +305,21 @@ def _words(utterance: str, earlier: str, tz: str, ctx: ResolveContext):
         recurrence, rec_spans = parse_recurrence(text)
         reminder, rem_spans = parse_reminder_offset(text)
         spoken = parse_when(blank_spans(text, rec_spans + rem_spans), ctx.request_time, tz,
-                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None)
+                            weekdays=_weekdays_of(recurrence), repeating=recurrence is not None,
+                            dayparts=dayparts)
         readings.append((text, recurrence, reminder, rec_spans + rem_spans + spoken.spans, spoken))
         if spoken.found:
             break
     return next((r for r in readings if r[4].found), readings[0])
 
 
-def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resolution:
+def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext, *,
+            dayparts: DayParts = DEFAULT_DAYPARTS) -> Resolution:
     """The child's words first; proposed values fill only what the words leave open; no time said → ask.
 
-    - Time: a time the child said wins over any proposed `start_at`. When the child said no time, or only a vague
-      one ("tomorrow morning", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
+    - Time: a time the child said wins over any proposed `start_at`; a part of day without an hour ("tomorrow
+      morning") is the household's time for it (`dayparts`). When the child said no time, or only a vague one
+      ("tomorrow", "later"), the answer is a clarification question: a proposed time (ChatAgent tool
       call or EventAgent answer) is never accepted, because both invocation modes must give the same result and
       a guessed time is a side effect the child did not ask for. Without any words (a structured command from
       `events resolve` or a remote client) the proposed `start_at` is the request.
@@ -294,7 +339,7 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
     args: dict[str, Any] = {"timezone": tz}
 
     earlier = _answered_request(ctx) if utterance else ""
-    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx)
+    text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx, dayparts)
     chinese = has_cjk(title_given) or wants_chinese(text, ctx.locale)
     try:
         if recurrence is None and "recurrence" in given:
@@ -304,7 +349,7 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
         if utterance:
             when, day_phrase, vague = spoken.when, spoken.day_phrase, spoken.vague
         elif "start_at" in given:
-            when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence))
+            when, day_phrase = _start(given["start_at"], ctx, tz, _weekdays_of(recurrence), dayparts)
             vague = True  # a proposed value that is not a precise time was meant to be one
         else:
             when, day_phrase, vague = None, None, False
@@ -350,8 +395,8 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
     return Resolution(arguments=args)
 
 
-def definition(store: CalendarStore) -> EventDefinition:
-    """The plugin definition bound to a CalendarStore port."""
+def definition(store: CalendarStore, *, dayparts: DayParts = DEFAULT_DAYPARTS) -> EventDefinition:
+    """The plugin definition bound to a CalendarStore port and the household's part-of-day times."""
 
     async def handle(arguments: Mapping[str, Any], ctx: ExecutionContext) -> Mapping[str, Any]:
         request = ScheduleRequest(
@@ -370,7 +415,7 @@ def definition(store: CalendarStore) -> EventDefinition:
         tool_name=TOOL_NAME,
         description="Create a reminder or calendar entry at a specific future time, optionally repeating.",
         schema=SCHEMA,
-        resolver=resolve,
+        resolver=partial(resolve, dayparts=dayparts),
         handler=handle,
         result_policy=ResultPolicy.TEMPLATE_FOLLOW_UP,
         llm_fallback=True,
@@ -381,4 +426,7 @@ def definition(store: CalendarStore) -> EventDefinition:
         success_template=confirmation,
         failure_template=failure_line,
         tags=frozenset({"builtin", "calendar"}),
+        # offline (or after a failed model call) a clear reminder request is still made; what is said is the
+        # resolver's question or, once stored, the confirmation, so the gate speaks nothing of its own before it
+        gate_match=gate_match,
     )

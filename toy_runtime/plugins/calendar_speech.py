@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from ..language import has_cjk
+from ..pronouns import second_person
 from .timeparse import WEEKDAY_CODES
 
 _EN_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -36,10 +37,10 @@ def _join_en(items: list[str]) -> str:
 def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The deterministic spoken confirmation with the normalized date, time and title.
 
-    English: "OK, I'll remind you to brush my teeth on Tuesday, December 1 at 7:00 AM."
-    Chinese (a Chinese title): "好的，12月1日 上午7:00 提醒你：刷牙。"
+    English: "OK, I'll remind you to brush your teeth on Tuesday, December 1 at 7:00 AM." (the child's "my teeth"
+    said back in the second person); Chinese (a Chinese title): "好的，12月1日 上午7:00 提醒你：刷牙。"
     """
-    title = str(arguments.get("title") or result.get("title") or "")
+    title = second_person(str(arguments.get("title") or result.get("title") or ""))
     when = datetime.fromisoformat(str(arguments.get("start_at") or result["start_at"]))
     recurrence = arguments.get("recurrence") or result.get("recurrence")
     frequency = recurrence.get("frequency") if recurrence else None

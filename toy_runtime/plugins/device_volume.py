@@ -141,6 +141,9 @@ _GATE_TOPIC = re.compile(r"\b(?:volume|sound|loud|louder|quiet|quieter|softer|un
                          r"|音量|声音|大声|小声|静音")
 _GATE_CONJUNCTION = re.compile(r"\b(?:and|then|also|but|after|before|remind|search|tell|story)\b"
                                r"|然后|还有|并且|再|和|提醒|搜|查|讲|故事")
+# the bare command said to the toy ("turn it down and say goodnight"): its speaker is the one thing it can turn up
+# or down; with more words ("turn it up a bit", "turn it down, the TV") "it" may be something else
+_GATE_BARE = re.compile(r"(?:please\s+)?turn\s+it\s+(?:up|down)(?:\s+please)?", re.IGNORECASE)
 GATE_MAX_WORDS = 8
 GATE_MAX_CHARS_ZH = 12
 
@@ -148,7 +151,7 @@ GATE_MAX_CHARS_ZH = 12
 def gate_match(ctx: ResolveContext) -> bool:
     """True only for a short, single, clear volume command that resolves completely without an LLM."""
     s = normalize(ctx.utterance or "").strip()
-    if not s or not _GATE_TOPIC.search(s) or _GATE_CONJUNCTION.search(s):
+    if not s or not (_GATE_TOPIC.search(s) or _GATE_BARE.fullmatch(s)) or _GATE_CONJUNCTION.search(s):
         return False
     too_long = len(s) > GATE_MAX_CHARS_ZH if has_cjk(s) else len(s.split()) > GATE_MAX_WORDS
     return not too_long and parse_utterance(s, ctx).complete

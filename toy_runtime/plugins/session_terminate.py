@@ -39,6 +39,7 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
 
 _FAREWELL = re.compile(
     r"^(?:(?:ok(?:ay)?|well|alright|thanks|thank\s+you)[\s,!.]*)?"
+    r"(?:say\s+|说声?|跟你说)?"  # "say goodnight" (the clause of "turn it down and say goodnight"), "说再见"
     r"(?:good\s*-?\s*bye|bye(?:[\s-]+bye)?|see\s+you(?:\s+later|\s+tomorrow)?|good\s*night|i'?m\s+done"
     r"|that'?s\s+all|stop\s+talking|talk\s+to\s+you\s+later"
     r"|再见|拜拜|晚安|不聊了|我走了|先这样|下次再聊)"
@@ -47,7 +48,8 @@ _FAREWELL = re.compile(
 
 
 def gate_match(ctx: ResolveContext) -> bool:
-    """True when the whole utterance is a plain farewell ("goodbye", "bye bye", "再见"), safe to act on offline."""
+    """True when the whole utterance is a plain farewell ("goodbye", "bye bye", "say goodnight", "再见"), safe to act
+    on offline."""
     return bool(_FAREWELL.match(unicodedata.normalize("NFKC", ctx.utterance or "").strip()))
 
 

@@ -26,8 +26,13 @@ Reading rules (documented so nothing is a silent guess):
   Friday of this week, even if already past (the caller then reports a past time).
 - Durations are elapsed time ("in 2 hours" across a DST change is 2 real hours); day + clock keeps the wall clock.
 - Wall times skipped by a DST change (02:30 on spring-forward day) move forward by the gap.
-- A day or part of day without an hour ("tomorrow morning", "明天早上"), or words like "later", "soon", "稍后",
-  "一会儿" give `vague=True` and no time.
+- A part of day without an hour ("tomorrow morning", "明天早上", "this afternoon", "tonight", "明晚") is the household's
+  time for it when the caller passes `dayparts` (`[calendar] morning = "08:00"`, afternoon, evening, tonight;
+  早上/上午 → morning, 下午 → afternoon, 晚上/明晚 → evening, 今晚 → tonight, 中午 → noon): "tomorrow morning" → 08:00 tomorrow,
+  "in the morning" → the next 08:00. Night, 凌晨 and 夜里 have no such time. An hour said with the part of day keeps
+  the rules above ("tomorrow morning at 7" → 07:00).
+- A day without an hour ("tomorrow", "on Monday"), a part of day without `dayparts`, or words like "later", "soon",
+  "稍后", "一会儿" give `vague=True` and no time.
 """
 
 from __future__ import annotations
@@ -36,13 +41,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Collection
+from typing import Collection, Mapping
 from zoneinfo import ZoneInfo
 
 from .timescan import ISO_DATETIME, Scan, Span, day_phrase, hour24, scan_text
 
 UTC = timezone.utc
 WEEKDAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")  # index == date.weekday()
+# The household's times for a part of day said without an hour ([calendar] morning, afternoon, evening, tonight)
+DayParts = Mapping[str, tuple[int, int]]
+DEFAULT_DAYPARTS: DayParts = {"morning": (8, 0), "afternoon": (15, 0), "evening": (18, 0), "tonight": (20, 0)}
 
 @dataclass(frozen=True)
 class TimeMatch:
@@ -112,11 +120,12 @@ def rfc3339(value: datetime) -> str:
 
 
 def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] | None = None,
-               repeating: bool = False) -> TimeMatch:
+               repeating: bool = False, dayparts: DayParts | None = None) -> TimeMatch:
     """Read one time from `text` against the captured `now` (aware) in IANA zone `tz`.
 
     `weekdays` (0 = Monday) restricts a time given without a day, e.g. the days of a recurrence rule.
     `repeating` says the time belongs to a repeat rule ("every day at 7"), whose hour is read as written.
+    `dayparts` ({"morning": (8, 0), …}) gives a part of day said without an hour its time; None keeps it vague.
     Raises ValueError for an unknown zone or a naive `now`.
     """
     if now.tzinfo is None:
@@ -151,6 +160,8 @@ def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] |
         hour = hour24(hour, minute, meridiem, scan.daypart)
     elif scan.noon and scan.daypart is None:
         hour, minute = 12, 0
+    elif dayparts and (fixed := _daypart_time(scan, dayparts)) is not None:
+        hour, minute = fixed
     else:
         hour = None
     if hour is None:
@@ -165,6 +176,15 @@ def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] |
     if when is None:
         return vague
     return TimeMatch(when=when, day_phrase=phrase, spans=spans, explicit_day=explicit_day)
+
+
+def _daypart_time(scan: Scan, dayparts: DayParts) -> tuple[int, int] | None:
+    """The household's time for a part of day said without an hour, or None (no part of day, or a vague word)."""
+    if scan.vague or scan.clock is not None or scan.daypart is None:
+        return None
+    if scan.daypart == "noon":
+        return 12, 0  # 中午: noon is a time, like "at noon"
+    return dayparts.get("tonight" if scan.tonight else scan.daypart)
 
 
 def _half_day_open(scan: Scan, today: date, repeating: bool) -> bool:

@@ -138,6 +138,7 @@ class Scan:
     clock: tuple[int, int, str | None] | None = None  # (hour, minute, meridiem 'a'/'p')
     clock_24h: bool = False  # the hour was written "07": 24-hour notation, never a 12-hour reading
     noon: bool = False
+    tonight: bool = False  # "tonight" names its own configured time, later than "this evening"
     duration_min: float | None = None
     vague: bool = False
     conflict: bool = False
@@ -189,6 +190,7 @@ def scan_text(s: str, today: date) -> Scan:
         offset = 2 if m.group("dat") else 1 if m.group("tom") else 0
         if m.group("ton"):
             _set_daypart(scan, "evening")
+            scan.tonight = True
         _set_offset(scan, offset)
         scan.add(m, day_word=not m.group("ths"))  # "this" alone; "this morning" is named by the part of day
     for m in _ZH_DAY.finditer(s):
@@ -196,6 +198,7 @@ def scan_text(s: str, today: date) -> Scan:
         _set_offset(scan, offset)
         if part:
             _set_daypart(scan, part)
+        scan.tonight |= m.group(0) == "今晚"
         scan.add(m, day_word=True)
     for m in _EN_WEEKDAY.finditer(s):
         q = (m.group("q") or "").lower()

@@ -142,15 +142,32 @@ def _line(lines: Mapping[str, str], info: Mapping[str, Any]) -> str:
     return lines["zh"] if info.get("locale") == "zh" else lines["en"]
 
 
+# A clear search request is a request whose verb is "search", "google" or "look up" (or "check/find … online"): at
+# the start of a clause, after at most a polite frame ("can you", "please", "help me", "let's"). The verb as a word in
+# a statement ("Google is a big company", "I like to search for shells") is not one, and neither is a search for the
+# child's own things ("help me search for my teddy bear"): those go to the model, which can talk about them.
+_EN_CLAUSE = r"(?:^|[,.;!?]\s*|\b(?:and|then|so)\s+)"
+_EN_FRAME = (r"(?:(?:hey|hi|ok|okay|so|well|um|uh|please|now)\b[\s,!]*)*"
+             r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|please\s+|i\s+(?:want|need)\s+you\s+to\s+"
+             r"|let'?s\s+|go\s+(?:and\s+)?|help\s+me\s+|(?:try\s+(?:to|and)\s+))*")
+_EN_NOT_FACTS = (r"my|your|our|his|her|their|mine|yours|me|us"  # the child's belongings, or "search me"
+                 r"|is|was|are|were|has|had|does|did|makes|made|can|could|will|would|and|or|engine|bar")
 _EN_ASKS_SEARCH = re.compile(
-    r"\b(?:search|google)\b|\blook\s+(?:\w+\s+)?up\b(?!\s+(?:at|to|in|high)\b)"
-    r"|\b(?:check|find)\b.*\b(?:online|on\s+the\s+(?:web|internet))\b", re.IGNORECASE)
-_ZH_ASKS_SEARCH = re.compile(r"搜索|搜一下|搜搜|(?<!检)查一下|查查|上网|网上查|查询")
+    _EN_CLAUSE + _EN_FRAME + r"(?:"
+    r"(?:search|google)(?:\s+(?:the\s+)?(?:web|internet|online))?+(?:\s+(?:for|about|up|on))?+"
+    r"(?:\s+(?!(?:" + _EN_NOT_FACTS + r")\b)\w|\s*[?.!]*$)"
+    r"|look\s+(?:it|that|this|them|those)\s+up\b"
+    r"|look\s+up\s+(?!(?:at|to|in|high|" + _EN_NOT_FACTS + r")\b)\w"
+    r"|(?:check|find(?:\s+out)?)\b[^.?!]*\b(?:online|on\s+the\s+(?:web|internet))\b)", re.IGNORECASE)
+# 检查 is "inspect", not "look up"; a bare 上网 is "go online" ("我喜欢上网"), so it counts only with 查/搜 after it
+_ZH_ASKS_SEARCH = re.compile(r"(?:搜索|搜一下|搜搜|(?<!检)查一下|查查|上网(?:查|搜)|网上查|查询|百度)(?:一下)?+"
+                             r"(?!我的|你的)")
 
 
 def asks_to_search(ctx: ResolveContext) -> bool:
-    """The child explicitly asked to look something up ("search for …", "look it up", "帮我查一下")."""
-    words = ctx.utterance or ""
+    """The child clearly asked to look something up ("search for …", "look it up", "帮我查一下"), as a request, not a
+    statement that names search ("Google is a big company") or a search for their own things ("my teddy bear")."""
+    words = collapse_spaces(ctx.utterance or "")
     return bool(_EN_ASKS_SEARCH.search(words) or _ZH_ASKS_SEARCH.search(words))
 
 

@@ -46,6 +46,19 @@ class Conversation:
                 extra["calls"] = tuple(calls)
             self._history.append({"role": role, "content": content, **extra})
 
+    def add_announcement(self, content: str) -> None:
+        """A line the toy said on its own (a reminder): part of the dialogue, so that the child's answer ("I already
+        did it!") is read in context. It joins a plain assistant message just before it, so the roles keep
+        alternating (some local chat templates require that); after a turn's event record (a block, tool calls) it
+        is a message of its own, so it is not read as said before those events ran."""
+        if not content:
+            return
+        last = self._history[-1] if self._history else None
+        if last is not None and last["role"] == "assistant" and not last.get("protocol") and not last.get("calls"):
+            last["content"] = f"{last['content']} {content}".strip()
+        else:
+            self._history.append({"role": "assistant", "content": content})
+
     def slice_for_events(self, n: int = 4) -> list[dict[str, str]]:
         """The smallest useful slice for EventAgent and resolvers."""
         return [{"role": m["role"], "content": m["content"]} for m in list(self._history)[-n:]]

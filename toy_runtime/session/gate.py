@@ -1,21 +1,37 @@
-"""The offline gate: clear requests (goodbye, volume) answered and carried out without the LLM.
+"""The offline gate: clear requests (goodbye, volume, and compounds of them) answered and carried out without the LLM.
 
-It serves four moments of a turn: no endpoint at all (or `gate_shortcut`), a ChatAgent call that failed in any
-way, a reply whose events could not run (unknown name, unclosed block), and a turn that would otherwise be silent. Definitions opt in with `gate_match` / `gate_reply`; the gate
-never names an event.
+It serves five moments of a turn: no endpoint at all (or `gate_shortcut`), a ChatAgent call that failed in any
+way, a model that sent no first token within `[llm] gate_first_token_s` while the whole utterance is clear requests,
+a reply whose events could not run (unknown name, unclosed block), and a turn that would otherwise be silent.
+Definitions opt in with `gate_match` / `gate_reply`; the gate never names an event.
+
+A compound ("mute and bye", "把声音调小然后再见") is clear only when every clause (`compound.clauses`) is matched by a
+definition's `gate_match` on its own and resolves completely, and its arguments read the same from the whole
+utterance; anything else in it ("and tell me a story") leaves the whole utterance to the model.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
 
 from ..agent.llm import LLMFault
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
 from ..events import resolve_deterministic
 from ..events.definition import EventDefinition
+from .compound import MAX_CLAUSES, clauses
 from .items import Speech
 
 Say = Callable[[Speech], None]
+
+
+@dataclass(frozen=True)
+class GateStep:
+    """One clear request the gate can carry out: its definition and, for a clause of a compound, the arguments that
+    clause resolved to (proposed to the kernel, whose resolver still reads the whole utterance first)."""
+
+    definition: EventDefinition
+    arguments: Mapping[str, Any] | None = None
 
 
 class OfflineGate:
@@ -26,26 +42,79 @@ class OfflineGate:
         self.audit = audit
 
     def matches(self, context: ResolveContext) -> list[EventDefinition]:
-        """Definitions whose `gate_match` says this utterance is a clear request for them."""
-        return [d for d in self.registry if d.gate_match is not None and d.gate_match(context)]
+        """Definitions of the clear requests in this utterance (all of it, or every clause of a compound)."""
+        return [step.definition for step in self.plan(context)]
 
-    def _reply(self, definition: EventDefinition, context: ResolveContext) -> str | None:
-        resolved = resolve_deterministic(self.registry, definition, None, context)
+    def plan(self, context: ResolveContext) -> list[GateStep]:
+        """What the gate would carry out: one step per definition when every clause of a compound is a clear
+        request, else the definitions whose `gate_match` says the whole utterance is a clear request for them.
+
+        The compound is read first: "louder please, goodbye" is a volume request to a `gate_match` that reads the
+        whole utterance, and the goodbye would be lost."""
+        parts = clauses(context.utterance)
+        if 2 <= len(parts) <= MAX_CLAUSES and (steps := self._compound(parts, context)):
+            return steps
+        return [GateStep(d) for d in self.registry if d.gate_match is not None and d.gate_match(context)]
+
+    def covers(self, context: ResolveContext) -> bool:
+        """True when the utterance is nothing but clear requests: one clause the gate matches whole, or a compound
+        whose every clause is one. ("mute, what is a whale" is matched whole by the volume's `gate_match` after a
+        fault, but it is not covered: a stalled model is still waited for, the question is the model's.)"""
+        parts = clauses(context.utterance)
+        if len(parts) == 1:
+            return bool(self.plan(context))
+        return 2 <= len(parts) <= MAX_CLAUSES and bool(self._compound(parts, context))
+
+    def _compound(self, parts: list[str], context: ResolveContext) -> list[GateStep]:
+        """One step per definition, in the order the clauses ask; empty unless every clause is a clear request."""
+        steps: dict[str, GateStep] = {}
+        for part in parts:
+            clause = replace(context, utterance=part)
+            matched = [d for d in self.registry if d.gate_match is not None and d.gate_match(clause)]
+            if not matched:
+                return []  # one unclear clause makes the whole request the model's
+            for definition in matched:
+                step = self._clause_step(definition, clause, context)
+                if step is None or steps.get(definition.name, step) != step:
+                    return []  # unresolved, or two clauses asking the same thing differently ("mute and louder")
+                steps[definition.name] = step
+        return list(steps.values())
+
+    def _clause_step(self, definition: EventDefinition, clause: ResolveContext,
+                     whole: ResolveContext) -> GateStep | None:
+        """The clause's resolved arguments, when reading them back with the whole utterance gives the same: the
+        kernel resolves with the whole utterance, and the line the gate says must be what runs."""
+        resolved = resolve_deterministic(self.registry, definition, None, clause)
+        if resolved.outcome != "resolved":
+            return None
+        arguments = dict(resolved.arguments)
+        again = resolve_deterministic(self.registry, definition, arguments or None, whole)
+        if again.outcome != "resolved" or dict(again.arguments) != arguments:
+            return None
+        return GateStep(definition, arguments)
+
+    def _request(self, step: GateStep, turn_id: str) -> EventRequest:
+        return EventRequest(name=step.definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE,
+                            arguments=dict(step.arguments) if step.arguments else None)
+
+    def _reply(self, step: GateStep, context: ResolveContext) -> str | None:
+        definition = step.definition
+        resolved = resolve_deterministic(self.registry, definition, step.arguments or None, context)
         if resolved.outcome == "resolved" and definition.gate_reply is not None:
             return definition.gate_reply(resolved.arguments, {"locale": context.locale})
         return None
 
     def answer(self, context: ResolveContext, run, turn_id: str, say: Say, offline_line: str) -> None:
         """No LLM at all: templated reply + the event for clear requests; anything else hears `offline_line`."""
-        matched = self.matches(context)
-        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[d.name for d in matched])
-        if not matched:
+        steps = self.plan(context)
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[step.definition.name for step in steps])
+        if not steps:
             say(Speech(1, offline_line, kind="offline"))
             return
-        for definition in matched:
-            if (line := self._reply(definition, context)) is not None:
+        for step in steps:
+            if (line := self._reply(step, context)) is not None:
                 say(Speech(1, line, kind="gate"))
-            run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
+            run.add(self._request(step, turn_id))
 
     def after_fault(self, exc: LLMFault, context: ResolveContext, run, turn_id: str, say: Say,
                     spoken: list[Speech], *, fault_line: str, offline_line: str) -> str:
@@ -70,19 +139,20 @@ class OfflineGate:
         replied = any(s.kind != "holding" for s in spoken)
         answer = 2 if replied else 1
         dispatched = {slot.definition.name for slot in run.slots}
-        matched = self.matches(context)
-        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[d.name for d in matched], after=reason,
-                          already_dispatched=sorted(dispatched))
-        for definition in matched:
+        steps = self.plan(context)
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[step.definition.name for step in steps],
+                          after=reason, already_dispatched=sorted(dispatched))
+        for step in steps:
+            definition = step.definition
             if definition.name not in dispatched:
-                run.add(EventRequest(name=definition.name, turn_id=turn_id, source=SourceProtocol.OFFLINE_GATE))
+                run.add(self._request(step, turn_id))
             elif replied:
                 continue  # the model asked for it and said so
             if replied and definition.terminal:
                 continue  # the model already spoke; a second goodbye would only repeat it
-            if (line := self._reply(definition, context)) is not None:
+            if (line := self._reply(step, context)) is not None:
                 say(Speech(answer, line, kind="gate"))
-        return bool(matched)
+        return bool(steps)
 
     def confirm_silent(self, results, context: ResolveContext, say: Say, fault_line: str) -> None:
         """The turn said nothing at all (e.g. a bare tool call): confirm what ran, else say the fault line."""

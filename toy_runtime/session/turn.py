@@ -6,7 +6,9 @@ most one aggregated follow-up ChatAgent call, or the end of the session.
 
 Every fault still ends in a useful turn: a late first answer gets one holding cue, a failed or abandoned ChatAgent
 call hands the utterance to the offline gate (clear requests are carried out, anything else hears the fault line),
-and an action the model asked for that never ran gets a short truthful correction.
+and an action the model asked for that never ran gets a short truthful correction. When the child's words are
+nothing but clear requests the gate can carry out ("mute and bye"), a model that sends no first token within
+`gate_first_token_s` of the request is abandoned and the gate acts at once.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class TurnRunner:
     def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
                  audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
                  event_agent: EventAgent | None = None, rng: random.Random | None = None,
+                 gate_first_token_s: float | None = None,
                  observer: Callable[[str, TurnItem], None] | None = None,
                  before_turn: Callable[["TurnRunner"], None] | None = None) -> None:
         self.kernel = kernel
@@ -61,6 +64,8 @@ class TurnRunner:
         self.config = agent_config
         self.event_agent = event_agent
         self.gate = OfflineGate(kernel.registry, audit)
+        # None: the gate never races the model's first token (it still steps in after a fault)
+        self.gate_first_token_s = gate_first_token_s
         self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
         self.observer = observer  # sees each item as it is produced (the debug console); must not block
         self.before_turn = before_turn  # may swap chat/kernel/gate for the next turn (the console's overrides)
@@ -154,10 +159,11 @@ class TurnRunner:
                 self.gate.answer(context, run, turn_id, say, self.config.offline_line)
             else:
                 try:
-                    await self._timed_first_answer(first, text, turn_id, run, record, say, spoken, context.locale,
-                                                   since_speech_s)
-                    unrun = list(run.dropped) + record.unrun_events
-                    if unrun:  # the model asked for something that cannot run: the child's clear words still count
+                    if await self._model_or_gate(first, text, turn_id, run, record, say, spoken, context,
+                                                 since_speech_s):
+                        path, fault = "gate", first.fault
+                    # the model asked for something that cannot run: the child's clear words still count
+                    elif unrun := list(run.dropped) + record.unrun_events:
                         self.audit.record(AuditKind.TURN_NOT_RUN, turn_id=turn_id, names=unrun)
                         if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
                             path, unrun = "gate", []
@@ -205,11 +211,60 @@ class TurnRunner:
         self.audit.record(AuditKind.TURN_COMPLETED, turn_id=turn_id, terminated=terminated, **metrics)
         emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
 
+    async def _model_or_gate(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
+                             spoken: list[Speech], context: ResolveContext, since_speech_s: float) -> bool:
+        """The first answer; but when the whole utterance is clear gate requests ("mute and bye") and the model sent
+        no first token within `gate_first_token_s` of its request, the call is abandoned and the gate carries the
+        requests out and confirms them (reason "first_token_budget"). True when the gate acted.
+
+        Nothing of the abandoned call can arrive later: it is cancelled, so no fault line follows either. The budget
+        counts from `stats.started`, which moves past a first call's SDK import: the model is timed, not the runtime.
+        """
+        budget = self.gate_first_token_s
+        watching = budget is not None and self.gate.covers(context)
+        answer = self._timed_first_answer(stats, text, turn_id, run, record, say, spoken, context.locale,
+                                          since_speech_s, cue_ok=lambda: not watching)
+        if not watching:
+            await answer
+            return False
+        task = asyncio.ensure_future(answer)
+        task.set_name(f"turn:{turn_id}:model-or-gate")
+        client = self.chat.client
+        try:
+            while True:
+                left = stats.started + budget - time.perf_counter()
+                # left ≤ 0 only while the SDK is still being imported: the model has not been asked yet, look again
+                # a budget later (when the import ends, `stats.started` moves to the request)
+                done, _ = await asyncio.wait({task}, timeout=left if left > 0 else budget)
+                if done:
+                    watching = False
+                    task.result()  # an LLMFault goes to the caller's fault path
+                    return False
+                if stats.first_content_at is not None or stats.first_tool_call_at is not None:
+                    watching = False  # the model is answering: the usual cue and deadline apply
+                    await task
+                    return False
+                if getattr(client, "ready", True) and time.perf_counter() >= stats.started + budget:
+                    break
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        stats.fault = "first_token_budget"
+        self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=stats.fault,
+                          message=f"no first token within gate_first_token_s = {budget:g} s; the gate acted")
+        self.gate.step_in(context, run, turn_id, say, spoken, reason=stats.fault)
+        return True
+
     async def _timed_first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
-                                  spoken: list[Speech], locale: str, since_speech_s: float) -> None:
-        """The first answer, with one holding cue when nothing was said in time and a hard deadline."""
+                                  spoken: list[Speech], locale: str, since_speech_s: float,
+                                  cue_ok: Callable[[], bool] = lambda: True) -> None:
+        """The first answer, with one holding cue when nothing was said in time and a hard deadline.
+        `cue_ok` False at the cue's moment skips it (the gate may answer instead)."""
         def cue() -> None:
-            if not spoken:
+            if not spoken and cue_ok():
                 cue_text = self.cues.pick(locale)
                 self.audit.record(AuditKind.TURN_HOLDING_CUE, turn_id=turn_id, text=cue_text)
                 say(Speech(0, cue_text, kind="holding"))

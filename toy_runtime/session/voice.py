@@ -233,13 +233,15 @@ class VoiceLoop:
             self._set_state(SessionState.IDLE)
 
     async def _announce(self, text: str) -> bool:
-        """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex."""
+        """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex; once spoken it is part of
+        the session's conversation, so the child's reply to it is answered in context."""
         self._pause()
         speaker = TurnSpeaker(self.synthesizer, self.sink, f"announce{self.sessions}", clock=self.clock)
         try:
             self._set_state(SessionState.SPEAKING)
             await speaker.say(Speech(answer=1, text=text, kind="announcement"))
             await speaker.finish()
+            self.runner.conversation.add_announcement(text)
             return True
         except asyncio.CancelledError:
             await speaker.cancel()
