@@ -76,7 +76,7 @@ class CommandRunner:
         if not granted:
             self._record(True, name=name, command_id=command_id, **envelope)
             reply = CommandReply(command_id, "refused", name=name, error_code="capability_not_granted",
-                                 error_message=f"{name or 'command'} is not granted to {binding.binding_id}")
+                                 error_message=f"{name or 'command'} is not granted to {event.source.kind}")
         elif name in self.host_actions:
             outcome = self.host_actions[name]()
             if inspect.isawaitable(outcome):  # a plain callable may return anything (a posted-or-not flag)
