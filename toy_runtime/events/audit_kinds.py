@@ -93,3 +93,7 @@ class AuditKind(StrEnum):
     CONSOLE_REFUSED_SUMMARY = ("console.refused_summary", "refusals past the first few of a window, counted per peer: "
                                "how many and for which reasons")
     CONSOLE_CONTROL = "console.control", "a control action from the console page and its outcome"
+    CONSOLE_COMMAND = ("console.command", "a console control that ran as a host command: its envelope, actor, "
+                       "binding and status")
+    CONSOLE_COMMAND_REFUSED = ("console.command_refused", "a console control its binding does not grant: envelope, "
+                               "actor and binding")

@@ -34,11 +34,11 @@ class EventSource(BaseModel):
 
 
 class ActorRef(BaseModel):
-    """Who caused the event (the child, the system, a companion app...)."""
+    """Who caused the event (the child, the system, a companion app, the owner at the debug console...)."""
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["user", "system", "app", "fleet"]
+    kind: Literal["user", "system", "app", "fleet", "owner"]
     id: str = ""
 
 
@@ -61,7 +61,8 @@ class AgentInput(BaseModel):
 
 
 class DeliveryContext(BaseModel):
-    """Where and how a reply is delivered."""
+    """Where and how a reply is delivered; the runner reads it (a command's result is published on MQTT only for
+    surface "mqtt", host/commands.py)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -114,6 +115,17 @@ class Binding(BaseModel):
     enabled: bool = True
     capabilities: frozenset[str] = frozenset()  # event names this binding may invoke directly (remote commands)
     source_kinds: tuple[str, ...] = ()  # empty = any source
+    actor_kinds: tuple[str, ...] = ()  # empty = any actor; else an envelope without one of these actors is refused
+    actor_ids: tuple[str, ...] = ()  # empty = any id of those kinds (e.g. only the console's own owner)
+
+    def accepts_actor(self, actor: ActorRef | None) -> bool:
+        """Whether this binding runs envelopes caused by `actor` (no filter: anyone, even no actor)."""
+        if not self.actor_kinds and not self.actor_ids:
+            return True
+        if actor is None:
+            return False
+        return (not self.actor_kinds or actor.kind in self.actor_kinds) and (
+            not self.actor_ids or actor.id in self.actor_ids)
 
 
 Runner = Callable[[HostEvent, Binding], Awaitable[Any]]
@@ -121,6 +133,10 @@ Runner = Callable[[HostEvent, Binding], Awaitable[Any]]
 
 class NoBinding(LookupError):
     """No enabled binding accepts this event."""
+
+
+class ActorRefused(NoBinding):
+    """A binding routes this event type from this source, but not from this actor."""
 
 
 class HostEventRouter:
@@ -139,12 +155,20 @@ class HostEventRouter:
         self._bindings.append(binding)
 
     def resolve(self, event: HostEvent) -> Binding:
+        """The first binding for this type, source and actor; ActorRefused when only the actor did not fit."""
+        refused_by: list[str] = []
         for binding in self._bindings:
             if not binding.enabled or event.event_type not in binding.event_types:
                 continue
             if binding.source_kinds and event.source.kind not in binding.source_kinds:
                 continue
+            if not binding.accepts_actor(event.actor):
+                refused_by.append(binding.binding_id)
+                continue
             return binding
+        if refused_by:
+            who = f"{event.actor.kind}:{event.actor.id}" if event.actor else "no actor"
+            raise ActorRefused(f"binding {', '.join(refused_by)} refuses {event.event_type} from {who}")
         raise NoBinding(f"no binding for {event.event_type} from {event.source.kind}")
 
     async def dispatch(self, event: HostEvent) -> Any:

@@ -11,75 +11,22 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from ..events import AuditKind, EventKernel, EventRequest, ResolveContext, SourceProtocol
+from ..events import AuditKind, EventKernel
+from .commands import CommandRunner
 from .envelope import Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
+REMOTE_ACTORS = ("app", "fleet")  # who may send a remote command; the remote binding refuses anyone else
 
-MAX_ERROR_CHARS = 300  # schema messages quote the offending value, which a stranger chose
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class RemoteCommandRunner:
+class RemoteCommandRunner(CommandRunner):
     """Runs `api.invoked` commands through the kernel when the binding grants the capability and the arguments
-    satisfy the event's JSON schema (else `refused` / `invalid`, audited, nothing runs)."""
+    satisfy the event's JSON schema (else `refused` / `invalid`, audited, nothing runs); the result is published on
+    MQTT for envelopes whose delivery surface is "mqtt" (host/commands.py)."""
 
     def __init__(self, kernel: EventKernel, audit, clock, timezone_name: str,
                  publish_result: Callable[..., Awaitable[None]]) -> None:
-        self.kernel = kernel
-        self.audit = audit
-        self.clock = clock
-        self.timezone_name = timezone_name
+        super().__init__(kernel, audit, clock, timezone_name, replies={"mqtt": publish_result})
         self.publish_result = publish_result
-
-    async def __call__(self, event: HostEvent, binding: Binding) -> None:
-        data = event.input.data
-        name = str(data.get("name", ""))
-        command_id = str(data.get("command_id", event.event_id))
-        definition = self.kernel.registry.lookup(name)
-        if definition is None or definition.name not in binding.capabilities:
-            self.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, name=name, command_id=command_id,
-                              actor=event.actor.model_dump() if event.actor else None, binding=binding.binding_id)
-            await self.publish_result(command_id, status="refused", error_code="capability_not_granted",
-                                      error_message=f"{name or 'command'} is not allowed remotely")
-            return
-        arguments = data.get("arguments") or {}
-        problems = (self.kernel.registry.schema_errors(definition.name, arguments) if isinstance(arguments, dict)
-                    else ("arguments must be an object",))
-        if problems:
-            # The schema answers first: bad arguments never reach a resolver's guesses or the EventAgent (a paid
-            # model call a stranger on the broker could otherwise trigger at will).
-            self.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, name=definition.name,
-                              command_id=command_id, actor=event.actor.model_dump() if event.actor else None,
-                              binding=binding.binding_id, reason="invalid_arguments",
-                              errors=[_clip(problem, 200) for problem in problems[:5]])
-            await self.publish_result(command_id, status="invalid", error_code="invalid_arguments",
-                                      error_message=_clip("; ".join(problems), MAX_ERROR_CHARS))
-            return
-        from zoneinfo import ZoneInfo
-
-        context = ResolveContext(utterance="", request_time=self.clock.now().astimezone(ZoneInfo(self.timezone_name)),
-                                 timezone=self.timezone_name)
-        request = EventRequest(name=definition.name, turn_id=f"remote.{command_id}", source=SourceProtocol.HOST,
-                               arguments=dict(arguments), event_id=event.event_id)
-        # no words to read and nobody to answer a question: never let the EventAgent guess what a remote sender
-        # left out (the schema already refused what it could; this closes the rest)
-        run = self.kernel.open_batch("remote", request.turn_id, context, use_fallback=False)
-        run.add(request)
-        run.close()
-        outcome = await run.wait()
-        result = outcome.results[0] if outcome.results else None
-        self.audit.record(AuditKind.REMOTE_EXECUTED, host_event_id=event.event_id, name=definition.name,
-                          command_id=command_id, status=result.status.value if result else "dropped")
-        if result is not None and result.ok:
-            await self.publish_result(command_id, status="ok", result=dict(result.result))
-        else:
-            await self.publish_result(command_id, status="failed",
-                                      error_code=(result.error_code if result else "dropped") or "failed",
-                                      error_message=(result.error if result else "") or "")
 
 
 def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[..., Awaitable[None]], *,
@@ -97,7 +44,9 @@ def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[...
                                                              settings.session.timezone, publish_result))
     router.add_runner("buttons", buttons)
     router.bind(Binding(binding_id="remote", event_types=(EventType.API_INVOKED,), runner="remote_commands",
-                        capabilities=frozenset(settings.mqtt.remote_capabilities)))
+                        capabilities=frozenset(settings.mqtt.remote_capabilities),
+                        # only the firmware link's commands, and only from the companion app or the fleet
+                        source_kinds=("remote_api",), actor_kinds=REMOTE_ACTORS))
     router.bind(Binding(binding_id="firmware-buttons", event_types=(EventType.BUTTON_PRESSED,), runner="buttons",
                         source_kinds=("firmware",)))
 

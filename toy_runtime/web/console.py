@@ -20,7 +20,7 @@ from ..config import Settings
 from ..events import AuditKind
 from ..errors import StartError
 from ..config_values import is_loopback, parse_listen
-from .controls import Controls, TurnOverrides
+from .controls import Controls, TurnOverrides, bind_console
 from .hub import ConsoleHub
 from .tap import AuditTap, MeteredSource, SpeechTap, cancel_quietly, pump_signals
 
@@ -73,7 +73,8 @@ class WebConsole:
         host, port = parse_listen(settings.web.listen)
         token = settings.web.token.get_secret_value() if settings.web.token else None
         self.hub.bind_loop(asyncio.get_running_loop())
-        controls = Controls(runtime, self.overrides, end_session=end_session, send_message=send_message)
+        bind_console(runtime.router, runtime, end_session=end_session)  # the volume and the end take the router
+        controls = Controls(runtime, self.overrides, send_message=send_message)
         from ..metrics.turns import TEXT_STAGES, VOICE_STAGES
 
         mixer = await runtime.mixer.get()

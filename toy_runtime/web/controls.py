@@ -1,23 +1,33 @@
 """What the console may change: the mode and the enabled events from the next turn on, the volume (through the
 kernel, exactly like the child's request), the end of the session, and (in `chat`) a typed message.
 
-Every control is audited as `console.control` with who asked and what came of it.
+The volume and the end are commands from outside the child's voice, so they take the one door every such source
+takes (like the firmware's remote commands): an `api.invoked` envelope from source "console", caused by the console's
+owner, dispatched through the runtime's router; the "console" binding accepts only that owner and grants only
+`CONSOLE_CAPABILITIES` (host/commands.py runs it). Every control is audited as `console.control` with who asked and
+what came of it; the command itself as `console.command` / `console.command_refused` with its envelope and binding.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-from datetime import datetime
 from typing import Any, Callable
-from zoneinfo import ZoneInfo
 
-from ..events import EventRequest, ResolveContext, SourceProtocol
+from ..events import AuditKind
+from ..host.commands import CommandReply, CommandRunner, HostAction
+from ..host.envelope import (ActorRef, AgentInput, Binding, DeliveryContext, EventSource, EventType, HostEvent,
+                             NoBinding, SubjectRef)
 
-__all__ = ["ControlError", "Controls", "TurnOverrides", "MODES", "VOLUME_EVENT"]
+__all__ = ["ControlError", "Controls", "TurnOverrides", "MODES", "VOLUME_EVENT", "END_SESSION",
+           "CONSOLE_CAPABILITIES", "CONSOLE_OWNER", "bind_console"]
 
 MODES = ("dual_agent", "chat_agent_tools")
 VOLUME_EVENT = "device.volume.adjust"
+END_SESSION = "session.end"  # a host action, not a kernel event: the command's own way to end its session
+CONSOLE_CAPABILITIES = frozenset({VOLUME_EVENT, END_SESSION})
+# Whoever passed the console's guard (its token, or loopback with Host and Origin checks): the toy's owner.
+CONSOLE_OWNER = ActorRef(kind="owner", id="console")
 
 
 class ControlError(ValueError):
@@ -88,15 +98,29 @@ class TurnOverrides:
         return chat, kernel
 
 
+def bind_console(router, runtime, *, end_session: HostAction, owner: ActorRef = CONSOLE_OWNER,
+                 capabilities: frozenset[str] = CONSOLE_CAPABILITIES) -> Binding:
+    """Register the console's command runner and its binding on the runtime's router: `api.invoked` from source
+    "console", only from `owner`, granting `capabilities`."""
+    runner = CommandRunner(runtime.kernel, runtime.audit, runtime.clock, runtime.settings.session.timezone,
+                           host_actions={END_SESSION: end_session}, origin="console")
+    router.add_runner("console_commands", runner)
+    binding = Binding(binding_id="console", event_types=(EventType.API_INVOKED,), runner="console_commands",
+                      capabilities=frozenset(capabilities), source_kinds=("console",),
+                      actor_kinds=(owner.kind,), actor_ids=(owner.id,))
+    router.bind(binding)
+    return binding
+
+
 class Controls:
     """The console's actions on a running runtime."""
 
-    def __init__(self, runtime, overrides: TurnOverrides, *, end_session: Callable[[], None],
-                 send_message: Callable[[str], None] | None = None) -> None:
+    def __init__(self, runtime, overrides: TurnOverrides, *, send_message: Callable[[str], None] | None = None,
+                 owner: ActorRef = CONSOLE_OWNER) -> None:
         self.runtime = runtime
         self.overrides = overrides
-        self.end_session = end_session
         self.send_message = send_message
+        self.owner = owner
         self._ids = itertools.count(1)
 
     async def run(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +134,7 @@ class Controls:
             self.overrides.set_enabled(body.get("enabled"))
             return {"ok": True, **self.overrides.describe()}
         if action == "end":
-            self.end_session()
+            await self.command(END_SESSION)
             return {"ok": True}
         if action == "message":
             text = body.get("text")
@@ -123,23 +147,37 @@ class Controls:
         raise ControlError(f"unknown control {action!r}")
 
     async def _volume(self, level: Any) -> dict[str, Any]:
-        """device.volume.adjust through the kernel, as a host request: resolved, validated, audited, signalled."""
+        """device.volume.adjust as a console command: through the router, then the kernel (resolved, validated,
+        audited, signalled)."""
         if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 100:
             raise ControlError("level must be an integer 0-100")
-        runtime = self.runtime
-        kernel = runtime.kernel
-        if kernel.registry.lookup(VOLUME_EVENT) is None:
+        if self.runtime.kernel.registry.lookup(VOLUME_EVENT) is None:
             raise ControlError(f"{VOLUME_EVENT} is not enabled in this runtime")
-        zone = runtime.settings.session.timezone
-        context = ResolveContext(utterance="", request_time=datetime.now(ZoneInfo(zone)), timezone=zone)
-        request = EventRequest(name=VOLUME_EVENT, turn_id=f"console.{next(self._ids)}", source=SourceProtocol.HOST,
-                               arguments={"mode": "absolute", "value": level})
-        run = kernel.open_batch("console", request.turn_id, context)
-        run.add(request)
-        run.close()
-        outcome = await run.wait()
-        result = outcome.results[0] if outcome.results else None
-        if result is None:
+        reply = await self.command(VOLUME_EVENT, {"mode": "absolute", "value": level})
+        if reply.event_status is None:
             return {"ok": False, "status": "dropped"}
-        return {"ok": result.ok, "status": result.status.value, "event_id": result.event_id,
-                "result": dict(result.result), "error": result.error}
+        return {"ok": reply.ok, "status": reply.event_status, "event_id": reply.event_id,
+                "result": dict(reply.result), "error": reply.error_message or None}
+
+    def envelope(self, name: str, arguments: dict[str, Any] | None = None) -> HostEvent:
+        """The `api.invoked` envelope of one console command, caused by the console's owner."""
+        command_id = str(next(self._ids))
+        return HostEvent(event_type=EventType.API_INVOKED, source=EventSource(kind="console", name="web"),
+                         actor=self.owner, subject=SubjectRef(kind="console_control", id=command_id),
+                         input=AgentInput(data={"name": name, "arguments": dict(arguments or {}),
+                                                "command_id": command_id}),
+                         # the reply is this page's HTTP answer: nothing is spoken or published for it
+                         delivery=DeliveryContext(surface="console", supports_streaming=False))
+
+    async def command(self, name: str, arguments: dict[str, Any] | None = None) -> CommandReply:
+        """Dispatch one command through the runtime's router; ControlError when it is not routed or not granted."""
+        event = self.envelope(name, arguments)
+        try:
+            reply = await self.runtime.router.dispatch(event)
+        except NoBinding as exc:
+            self.runtime.audit.record(AuditKind.HOST_UNROUTED, host_event_id=event.event_id,
+                                      event_type=event.event_type, reason=str(exc))
+            raise ControlError(f"{name} is not routed from the console: {exc}") from None
+        if reply.status == "refused":
+            raise ControlError(reply.error_message)
+        return reply
