@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from ..ports.calendar import OUTCOMES, DueOccurrence, Outcome, ScheduleEntry, ScheduleRequest
+from ..ports.calendar import OUTCOMES, CalendarStorageError, DueOccurrence, Outcome, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock, SystemClock
 from ..scheduling import recurrence
 from ..scheduling.recurrence import RecurrenceError, next_occurrence, normalize_recurrence, reminder_time, zone
@@ -38,6 +38,8 @@ T = TypeVar("T")
 
 MAX_REMINDER_MINUTES = 7 * 24 * 60
 STATUSES = ("active", "cancelled", "done")
+# the primary result codes of a storage that refuses writes (the port's CalendarStorageError), not of a bad query
+_STORAGE_CODES = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
 _SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 # Migration N brings the schema from version N-1 to N. Append, never edit a released step.
@@ -175,7 +177,14 @@ class SqliteCalendarStore:
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def locked() -> T:
             with self._lock:
-                return fn(self._conn)
+                try:
+                    return fn(self._conn)
+                except sqlite3.OperationalError as exc:
+                    if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _STORAGE_CODES:
+                        raise CalendarStorageError(f"{self.path}: {exc}") from exc
+                    raise
+                except OSError as exc:
+                    raise CalendarStorageError(f"{self.path}: {exc}") from exc
 
         # A cancelled caller does not abort the thread: a started write finishes (or rolls back) as a unit.
         return await asyncio.to_thread(locked)
@@ -187,9 +196,15 @@ class SqliteCalendarStore:
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite has already rolled back after some errors (SQLITE_FULL, I/O)
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # a COMMIT the disk refused leaves the transaction open: nothing is kept
+                conn.execute("ROLLBACK")
+            raise
 
     def _entry(self, row: sqlite3.Row) -> ScheduleEntry:
         tz = row["timezone"]

@@ -3,6 +3,12 @@
 The JSONL file holds the child's words, so it is private (0600; its folder 0700 when we create it) and bounded:
 `logging.handlers.RotatingFileHandler` rolls it over *between* records (`audit.jsonl` → `.1` … `.N`, oldest dropped).
 A reader that has the file open keeps reading the renamed file whole; `audit_files()` lists the set oldest first.
+
+A write that fails (a full disk, a read-only remount, an I/O error) never reaches the turn: each record is written
+whole or not at all (a short write is cut back off the file), one warning is logged, and the records that could not
+be written wait in memory, oldest first, up to `PENDING_MAX_BYTES` (past that the oldest go and are counted). Every
+later record first retries the waiting ones, so when space returns they are written in order, followed by one
+`audit.gap` record if any had to go. `JsonlAudit.write_failures` and `.dropped` count what happened.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import logging
 import logging.handlers
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
@@ -58,6 +65,11 @@ class MemoryAudit:
 
 DEFAULT_MAX_BYTES = 5_000_000  # ~1,900 spoken turns at ~2.6 KB each
 DEFAULT_BACKUP_COUNT = 3
+# What the audit keeps in memory while its disk refuses writes: ~380 spoken turns, a bounded cost on a small toy
+PENDING_MAX_BYTES = 1_000_000
+GAP_KIND = "audit.gap"
+
+log = logging.getLogger("toy_runtime.audit")
 
 
 class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
@@ -72,8 +84,26 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
             pass
         return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
-    def handleError(self, record: logging.LogRecord) -> None:
-        raise  # noqa: PLE0704 - re-raise what emit() caught: the caller decides (as with a plain write)
+    def emit(self, record: logging.LogRecord) -> None:
+        """Roll over when due, then append the line whole or not at all; OSError reaches the caller."""
+        if self.shouldRollover(record):
+            self.doRollover()
+        if self.stream is None:
+            self.stream = self._open()
+        data = (self.format(record) + self.terminator).encode(self.encoding or "utf-8")
+        # through the descriptor, never the text buffer: a failed write must leave nothing behind to be flushed later
+        fd = self.stream.fileno()
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            try:
+                os.ftruncate(fd, start)  # a half line would be a broken record in front of the whole one later
+            except OSError:
+                pass
+            raise
 
 
 class JsonlAudit:
@@ -88,13 +118,59 @@ class JsonlAudit:
         self._handler = _PrivateRotatingFile(self.path, maxBytes=max(0, max_bytes), backupCount=max(1, backup_count),
                                              encoding="utf-8")
         self._handler.setFormatter(logging.Formatter("%(message)s"))
+        self._lock = threading.Lock()
+        self._pending: list[str] = []  # lines not written yet, oldest first
+        self._pending_bytes = 0
+        self._gap = 0  # records dropped from `_pending` since the last gap record
+        self.write_failures = 0  # writes the disk refused
+        self.dropped = 0  # records lost for good (the in-memory bound was reached)
+        self._held = False  # records wait for the disk: one warning per spell, not one per record
 
     def record(self, kind: str, **fields: Any) -> None:
         line = json.dumps(redact({"kind": kind, "ts": time.time(), **fields}), ensure_ascii=False, default=str)
+        with self._lock:
+            self._pending.append(line)
+            self._pending_bytes += len(line)
+            self._write_pending()
+
+    @property
+    def pending(self) -> int:
+        """Records waiting in memory for the disk to take them."""
+        return len(self._pending)
+
+    def _write_pending(self) -> None:
+        while self._pending:
+            try:
+                if self._gap:
+                    self._emit(json.dumps({"kind": GAP_KIND, "ts": time.time(), "dropped": self._gap}))
+                    self._gap = 0
+                self._emit(self._pending[0])
+            except OSError as exc:
+                self.write_failures += 1
+                if not self._held:
+                    log.warning("audit: cannot write %s (%s); keeping up to %d KB of records in memory until it can",
+                                self.path, exc.strerror or exc, PENDING_MAX_BYTES // 1000)
+                self._held = True
+                self._bound()
+                return
+            self._pending_bytes -= len(self._pending.pop(0))
+        if self._held:
+            self._held = False
+            log.warning("audit: writing to %s again (%d records lost while it could not)", self.path, self.dropped)
+
+    def _bound(self) -> None:
+        while self._pending_bytes > PENDING_MAX_BYTES and len(self._pending) > 1:
+            self._pending_bytes -= len(self._pending.pop(0))
+            self._gap += 1
+            self.dropped += 1
+
+    def _emit(self, line: str) -> None:
         # one emit per record: the size check, the rollover and the write happen under the handler's lock
         self._handler.handle(logging.makeLogRecord({"msg": line, "args": None}))
 
     def close(self) -> None:
+        with self._lock:
+            self._write_pending()  # a last try; what still cannot be written was warned about
         self._handler.close()
 
 

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Mapping
 
-from ..events.definition import EventDefinition, ExecutionContext, Resolution, ResolveContext
+from ..events.definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from ..events.model import ResultPolicy, Risk
-from ..ports.calendar import CalendarStore, ScheduleRequest
+from ..ports.calendar import CalendarStorageError, CalendarStore, ScheduleRequest
 from .numbers import parse_number
 from .calendar_speech import confirmation, failure_line
 from .repeats import parse_recurrence, parse_reminder_offset
@@ -36,6 +36,7 @@ from .timeparse import (
 
 NAME = "calendar.schedule.create"
 TOOL_NAME = "add_schedule"
+NOT_STORED = "not_stored"  # the error code of a reminder the store refused (calendar_speech says so)
 MAX_TITLE = 200
 MAX_REMINDER_MINUTES = 7 * 24 * 60
 
@@ -406,7 +407,10 @@ def definition(store: CalendarStore, *, dayparts: DayParts = DEFAULT_DAYPARTS) -
             recurrence=arguments.get("recurrence"),
             reminder_minutes=arguments.get("reminder_minutes", 0),
         )
-        entry, created = await store.create(request, ctx.idempotency_key)
+        try:
+            entry, created = await store.create(request, ctx.idempotency_key)
+        except CalendarStorageError as exc:  # the child hears it was not saved; never a promise that did not hold
+            raise EventFailure(NOT_STORED, f"the reminder was not stored: {exc}") from exc
         return {**entry.as_dict(), "created": created}
 
     return EventDefinition(

@@ -71,6 +71,8 @@ def failure_line(arguments: Mapping[str, Any], info: Mapping[str, Any]) -> str:
     code = info.get("code")
     if code == "past_time":
         return "这个时间已经过去了，要改到什么时候？" if chinese else "That time has already passed. When should I remind you?"
+    if code == "not_stored":  # the store refused the write (a full disk): said as it is, never as a success
+        return "抱歉，我没能保存这个提醒。" if chinese else "Sorry, I couldn't save that reminder."
     if code == "unknown_timezone":
         return "抱歉，我不认识这个时区。" if chinese else "Sorry, I don't know that time zone."
     return "抱歉，我没能添加这个提醒。" if chinese else "Sorry, I couldn't add that reminder."

@@ -11,6 +11,10 @@ from datetime import datetime
 from typing import Any, Literal, Mapping, Protocol, Sequence, get_args
 
 
+class CalendarStorageError(Exception):
+    """The store could not write (a full disk, a read-only file system, an I/O error): nothing was stored."""
+
+
 @dataclass(frozen=True)
 class ScheduleRequest:
     """A schedule to create, with normalized values (aware start time, IANA zone)."""
@@ -51,7 +55,8 @@ class ScheduleEntry:
 
 
 class CalendarStore(Protocol):
-    """Durable schedules. `create` is idempotent by key: a repeated key returns the first entry, created=False."""
+    """Durable schedules. `create` is idempotent by key: a repeated key returns the first entry, created=False.
+    A write the storage refuses raises `CalendarStorageError` (and changes nothing)."""
 
     async def create(self, request: ScheduleRequest, idempotency_key: str) -> tuple[ScheduleEntry, bool]: ...
 

@@ -11,6 +11,7 @@ Registered by `tests/conftest.py` (`pytest_plugins`). A test asks for a service 
 | `chromium`                                          | a headless chromium (the console tests)     | `browser` |
 | `llm_server`                                        | the scripted OpenAI-compatible server       | (none: loopback, fast) |
 | `fake_searxng`                                      | a SearxNG-like server                       | (none: loopback, fast) |
+| `small_disk`, `read_only_disk`                      | a 1 MB tmpfs (root), to fill / read-only    | (none: fast) |
 
 `models` also marks a test whose code (or a test helper it calls) spawns the CLI (`python -m toy_runtime`, the
 firmware simulator) or builds a speech-model adapter itself: a child process loads the models again. The rule reads
@@ -248,6 +249,35 @@ def fake_searxng() -> Iterator[Any]:
 
     with FakeSearxng() as fake:
         yield fake
+
+
+@pytest.fixture
+def small_disk(tmp_path: Any) -> Iterator[Any]:
+    """A real 1 MB tmpfs on `tmp_path/disk` that the test fills (`.fill()`) and frees (`.free()`); unmounted after."""
+    yield from _small_disk(tmp_path, read_only=False)
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: Any) -> Iterator[Any]:
+    """A real tmpfs mounted read-only on `tmp_path/ro` (every write is EROFS); unmounted after."""
+    yield from _small_disk(tmp_path, read_only=True)
+
+
+def _small_disk(tmp_path: Any, *, read_only: bool) -> Iterator[Any]:
+    from .full_disk import SmallDisk
+
+    reason = SmallDisk.unavailable()
+    if reason:
+        unavailable(reason)
+    disk = SmallDisk(tmp_path / ("ro" if read_only else "disk"), read_only=read_only)
+    try:
+        disk.mount()
+    except RuntimeError as exc:
+        service_unavailable("a small tmpfs", exc)
+    try:
+        yield disk
+    finally:
+        disk.unmount()
 
 
 @pytest.fixture
