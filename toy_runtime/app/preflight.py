@@ -2,12 +2,15 @@
 
 pydantic validates each value by itself; these checks look at the machine. They run once, right after the settings
 load and before anything starts, so a wrong path is one line naming the key (exit 2) instead of a traceback from
-deep inside SQLite or the audit writer. They never create or change anything: a folder that does not exist yet
-passes when its nearest existing parent is a writable folder (the runtime creates it later).
+deep inside SQLite or the audit writer. A folder is judged by a real write (`disk_space.probe_write`: a page of data,
+fsynced, then deleted), never by `os.access`, which says yes to root on a full disk, a read-only mount or /proc.
+Nothing else is created or changed: a folder that does not exist yet passes when its nearest existing parent takes
+the probe (the runtime creates it later).
 
     check_settings(settings)        every command that loads settings (paths, CA file, models, event names)
     check_audio_devices(settings)   `run` and `ptt`: the configured mic and speaker exist
     check_output_dir(path, "--out") a folder a command will write into
+    low_space_warnings(settings)    `config check`: the folders' disks with less than LOW_SPACE_BYTES free
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import os
 from pathlib import Path
 
 from ..config import ConfigError, Settings
+from .disk_space import LOW_SPACE_BYTES, free_bytes, human_bytes, probe_write, unwritable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -27,29 +31,43 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def check_writable_dir(path: Path, key: str, *, target: Path | None = None) -> None:
-    """ConfigError unless `path` is a writable folder, or could be created as one (for `target`, when given)."""
-    target = target or path
+def _nearest_existing(path: Path) -> Path:
     existing = path
     while not _exists(existing) and existing != existing.parent:
         existing = existing.parent
+    return existing
+
+
+def check_writable_dir(path: Path, key: str, *, target: Path | None = None, probed: set[Path] | None = None) -> None:
+    """ConfigError unless `path` is a folder that takes a real write, or could be created as one (for `target`,
+    when given). `probed`: folders already shown to take writes in this check (one probe per folder)."""
+    target = target or path
+    existing = _nearest_existing(path)
     if not existing.is_dir():
         reason = ("is not a folder" if existing == target
                   else f"cannot be created: {existing} is a file, not a folder")
         raise ConfigError(f"{key}: {target} {reason}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{key}: {target} cannot be written: {existing} is read-only or not ours")
+    if probed is not None and existing in probed:
+        return
+    try:
+        probe_write(existing)
+    except OSError as exc:
+        raise ConfigError(unwritable(key, target, existing, exc)) from None
+    if probed is not None:
+        probed.add(existing)
 
 
-def check_writable_file(path: Path, key: str) -> None:
-    """ConfigError unless `path` is a writable file, or could be created as one."""
+def check_writable_file(path: Path, key: str, *, probed: set[Path] | None = None) -> None:
+    """ConfigError unless `path` is a writable file, or could be created as one, on a folder that takes writes."""
     if path.is_dir():
         raise ConfigError(f"{key}: {path} is a folder, not a file")
     if _exists(path):
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise ConfigError(f"{key}: {path} cannot be written (read-only file system or not ours)")
-        return
-    check_writable_dir(path.parent, key, target=path)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # opened for writing, nothing written
+        except OSError as exc:
+            raise ConfigError(unwritable(key, path, path.parent, exc)) from None
+    # the folder too: a file grows (and SQLite makes its journal) on the folder's disk
+    check_writable_dir(path.parent, key, target=path, probed=probed)
 
 
 def check_existing_file(path: Path | None, key: str) -> None:
@@ -62,9 +80,9 @@ def check_existing_file(path: Path | None, key: str) -> None:
         raise ConfigError(f"{key}: {path} is not readable")
 
 
-def check_sqlite_file(path: Path, key: str) -> None:
+def check_sqlite_file(path: Path, key: str, *, probed: set[Path] | None = None) -> None:
     """ConfigError unless `path` is an SQLite database, an empty file or a file that can be created."""
-    check_writable_file(path, key)
+    check_writable_file(path, key, probed=probed)
     if not _exists(path):
         return
     with open(path, "rb") as handle:
@@ -122,16 +140,42 @@ def check_search(settings: Settings) -> None:
 
 def check_settings(settings: Settings) -> None:
     """Everything about the configured files, folders and names that can be known before starting."""
-    check_writable_dir(settings.state_dir, "state_dir")
+    probed: set[Path] = set()
+    check_writable_dir(settings.state_dir, "state_dir", probed=probed)
     if settings.audit.enabled:
-        check_writable_file(settings.audit_path, "audit.path")
-    check_sqlite_file(settings.calendar_path, "calendar.path")
-    check_sqlite_file(settings.idempotency_path, "events.idempotency_path")
+        check_writable_file(settings.audit_path, "audit.path", probed=probed)
+    check_sqlite_file(settings.calendar_path, "calendar.path", probed=probed)
+    check_sqlite_file(settings.idempotency_path, "events.idempotency_path", probed=probed)
     check_existing_file(settings.mqtt.ca_file, "mqtt.ca_file")
     check_voice_files(settings)
     check_asr_model(settings)
     check_search(settings)
     check_event_names(settings)
+
+
+def low_space_warnings(settings: Settings) -> list[str]:
+    """One line per disk holding the state dir, the audit log or the calendar with less than LOW_SPACE_BYTES free
+    (named by the first setting on it): the toy still starts, but its next writes may fail."""
+    places = [("state_dir", settings.state_dir)]
+    if settings.audit.enabled:
+        places.append(("audit.path", settings.audit_path.parent))
+    places.append(("calendar.path", settings.calendar_path.parent))
+    seen: set[int] = set()
+    lines = []
+    for key, folder in places:
+        existing = _nearest_existing(folder)
+        try:
+            device = os.stat(existing).st_dev
+        except OSError:
+            continue
+        free = free_bytes(existing)
+        if device in seen or free is None:
+            continue
+        seen.add(device)
+        if free < LOW_SPACE_BYTES:
+            lines.append(f"{key}: only {human_bytes(free)} free on {existing} (below {human_bytes(LOW_SPACE_BYTES)}: "
+                         "the audit log and reminders may soon stop being saved)")
+    return lines
 
 
 def check_output_dir(path: Path, key: str) -> None:

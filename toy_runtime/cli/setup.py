@@ -32,8 +32,12 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Load the settings and run every load-time check; one line either way."""
+    """Load the settings and run every load-time check; one line either way (and a warning for a nearly full disk)."""
+    from ..app.preflight import low_space_warnings
+
     settings = settings_for(args)
+    for line in low_space_warnings(settings):
+        print(f"warning: {line}", file=sys.stderr)
     source = f"profile {args.config} + environment" if args.config else "defaults + environment (no --config)"
     print(f"config OK ({source}); state_dir {settings.state_dir}, time zone {settings.session.timezone}, "
           f"LLM {'at ' + settings.llm.base_url if settings.llm_online else 'offline'}")

@@ -8,7 +8,7 @@ A write that fails (a full disk, a read-only remount, an I/O error) never reache
 whole or not at all (a short write is cut back off the file), one warning is logged, and the records that could not
 be written wait in memory, oldest first, up to `PENDING_MAX_BYTES` (past that the oldest go and are counted). Every
 later record first retries the waiting ones, so when space returns they are written in order, followed by one
-`audit.gap` record if any had to go. `JsonlAudit.write_failures` and `.dropped` count what happened.
+`audit.gap` record if any had to go (how many, and the time of the oldest record kept after them). `JsonlAudit.write_failures` and `.dropped` count what happened.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
+
+from .audit_kinds import AuditKind
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret|token|authorization|credential)", re.I)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._\-]{8,}")
@@ -67,7 +69,6 @@ DEFAULT_MAX_BYTES = 5_000_000  # ~1,900 spoken turns at ~2.6 KB each
 DEFAULT_BACKUP_COUNT = 3
 # What the audit keeps in memory while its disk refuses writes: ~380 spoken turns, a bounded cost on a small toy
 PENDING_MAX_BYTES = 1_000_000
-GAP_KIND = "audit.gap"
 
 log = logging.getLogger("toy_runtime.audit")
 
@@ -118,10 +119,11 @@ class JsonlAudit:
         self._handler = _PrivateRotatingFile(self.path, maxBytes=max(0, max_bytes), backupCount=max(1, backup_count),
                                              encoding="utf-8")
         self._handler.setFormatter(logging.Formatter("%(message)s"))
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered once: the gap record after a recovery is a record too
         self._pending: list[str] = []  # lines not written yet, oldest first
         self._pending_bytes = 0
         self._gap = 0  # records dropped from `_pending` since the last gap record
+        self._gap_before: float | None = None  # the time of the oldest record kept after the dropped ones
         self.write_failures = 0  # writes the disk refused
         self.dropped = 0  # records lost for good (the in-memory bound was reached)
         self._held = False  # records wait for the disk: one warning per spell, not one per record
@@ -141,9 +143,6 @@ class JsonlAudit:
     def _write_pending(self) -> None:
         while self._pending:
             try:
-                if self._gap:
-                    self._emit(json.dumps({"kind": GAP_KIND, "ts": time.time(), "dropped": self._gap}))
-                    self._gap = 0
                 self._emit(self._pending[0])
             except OSError as exc:
                 self.write_failures += 1
@@ -156,13 +155,18 @@ class JsonlAudit:
             self._pending_bytes -= len(self._pending.pop(0))
         if self._held:
             self._held = False
-            log.warning("audit: writing to %s again (%d records lost while it could not)", self.path, self.dropped)
+            log.warning("audit: writing to %s again (%d records lost while it could not)", self.path, self._gap)
+            if self._gap:
+                dropped, before, self._gap = self._gap, self._gap_before, 0
+                self.record(AuditKind.AUDIT_GAP, dropped=dropped, before_ts=before)
 
     def _bound(self) -> None:
         while self._pending_bytes > PENDING_MAX_BYTES and len(self._pending) > 1:
             self._pending_bytes -= len(self._pending.pop(0))
             self._gap += 1
             self.dropped += 1
+        if self._gap:
+            self._gap_before = json.loads(self._pending[0]).get("ts")
 
     def _emit(self, line: str) -> None:
         # one emit per record: the size check, the rollover and the write happen under the handler's lock

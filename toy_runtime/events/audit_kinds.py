@@ -72,6 +72,10 @@ class AuditKind(StrEnum):
     VOICE_INBOX_FULL = "voice.inbox_full", "the voice loop's inbox was full and a message was dropped"
     VOICE_SOURCE_FAILED = "voice.source_failed", "the audio source feeding the voice loop failed"
 
+    # --- the audit log itself ---
+    AUDIT_GAP = "audit.gap", ("records the audit could not keep while its disk refused writes: how many were lost "
+                              "and the time of the oldest record kept after them")
+
     # --- the voice application (start-up, devices) ---
     RUNTIME_READY = "runtime.ready", "the voice application is listening: start-up time and its mode"
     RUNTIME_WARM = "runtime.warm", "every model warmed up: time since start and the start-up marks"
