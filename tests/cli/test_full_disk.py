@@ -19,7 +19,7 @@ from .test_cli import run_cli
 from .test_schedules_cli import LineReader
 
 
-@pytest.mark.parametrize("command", [("chat",), ("config", "check")])
+@pytest.mark.parametrize("command", [("run",), ("chat",), ("config", "check")])
 def test_state_dir_on_a_full_disk_is_one_line_with_the_free_space(small_disk, command):
     small_disk.fill()
     proc = run_cli(*command, env={"TOY_STATE_DIR": str(small_disk.path / "state")}, input_text="hello\n")

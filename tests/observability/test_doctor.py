@@ -77,6 +77,17 @@ async def test_state_dir_under_a_regular_file_fails(make_settings, tmp_path: Pat
     assert "fix: " in text and "TOY_STATE_DIR" in text
 
 
+async def test_a_full_disk_fails_with_the_setting_and_the_free_space(make_settings, small_disk) -> None:
+    small_disk.fill()  # a real full file system: os.access would still say yes to root
+    out = io.StringIO()
+    code = await run_doctor(make_settings(TOY_STATE_DIR=str(small_disk.path / "state")), stream=out,
+                            skip=only("state-dir"))
+    text = out.getvalue()
+    assert code == 1
+    assert "FAIL  state-dir" in text and "state_dir: " in text
+    assert "No space left on device (0 bytes free)" in text and "free space there" in text
+
+
 async def test_little_free_space_is_a_warning(make_settings) -> None:
     verdict = await check_state_dir(make_settings(), min_free_mb=10 ** 12)
     assert verdict.status == "WARN" and "MB free" in verdict.detail and verdict.fix

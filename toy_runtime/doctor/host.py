@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..app.disk_space import free_bytes, human_bytes
 from ..config import Settings
 from .verdict import Verdict, fail, in_thread, ok, skip, warn
 
@@ -34,18 +36,24 @@ def _probe_dir(directory: Path) -> int:
 
 async def check_state_dir(settings: Settings, *, min_free_mb: int = MIN_FREE_MB) -> Verdict:
     """The state directory and the audit/calendar directories are writable; enough free space."""
-    dirs = [settings.state_dir]
-    for extra in ([settings.audit_path.parent] if settings.audit.enabled else []) + [settings.calendar_path.parent]:
-        if extra not in dirs:
-            dirs.append(extra)
+    keys = {settings.state_dir: "state_dir"}
+    for key, extra in ([("audit.path", settings.audit_path.parent)] if settings.audit.enabled else []) + \
+            [("calendar.path", settings.calendar_path.parent)]:
+        keys.setdefault(extra, key)
+    dirs = list(keys)
     free: dict[Path, int] = {}
     for directory in dirs:
         try:
             free[directory] = await in_thread(_probe_dir, directory, name="doctor:state-dir")
         except OSError as exc:
-            return fail(f"{directory}: not writable: {exc.strerror or exc}",
-                        "create it writable for the service user (systemd: StateDirectory=toy-runtime), or point "
-                        "state_dir / TOY_STATE_DIR (audit.path, calendar.path) at a writable directory")
+            room = ""
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # how full it is says what to free
+                left = free_bytes(directory)
+                room = f" ({human_bytes(left)} free)" if left is not None else ""
+            return fail(f"{keys[directory]}: {directory}: not writable: {exc.strerror or exc}{room}",
+                        "free space there, or create it writable for the service user (systemd: "
+                        "StateDirectory=toy-runtime), or point state_dir / TOY_STATE_DIR (audit.path, calendar.path) "
+                        "at a writable directory")
     low = {d: b for d, b in free.items() if b < min_free_mb * 1024 * 1024}
     also = f" (also {', '.join(str(d) for d in dirs[1:])})" if len(dirs) > 1 else ""
     if low:
