@@ -47,3 +47,27 @@ async def test_a_full_disk_refuses_the_write_and_keeps_what_was_stored(small_dis
 def test_a_reminder_that_was_not_stored_is_said_so():
     assert failure_line({"title": "brush teeth"}, {"code": "not_stored"}) == "Sorry, I couldn't save that reminder."
     assert failure_line({"title": "刷牙"}, {"code": "not_stored"}) == "抱歉，我没能保存这个提醒。"
+
+
+async def test_a_reminder_delivered_on_a_full_disk_is_said_once_and_recorded_when_space_returns(small_disk):
+    from toy_runtime.host.scheduler import ReminderScheduler
+
+    from .test_reminders import Recorder
+
+    clock = ManualClock(T0)
+    store = SqliteCalendarStore(small_disk.path / "calendar.sqlite3", clock=clock)
+    try:
+        entry, _ = await store.create(req("brush teeth"), "key-1")
+        deliver = Recorder()
+        scheduler = ReminderScheduler(store, clock, deliver)
+        clock.set(datetime(2026, 6, 2, 19, 30, tzinfo=timezone.utc))
+        small_disk.fill()
+        first = await scheduler.tick()
+        again = await scheduler.tick()  # the record is still refused: the child does not hear it twice
+        assert [r.outcome for r in first] == ["spoken"] and again == [] and len(deliver.events) == 1
+        assert await store.fired(entry.id) == []
+        small_disk.free()
+        assert await scheduler.tick() == [] and len(deliver.events) == 1
+        assert [f.outcome for f in await store.fired(entry.id)] == ["spoken"]
+    finally:
+        await store.aclose()

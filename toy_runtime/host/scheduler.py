@@ -18,6 +18,9 @@ Missed-reminder rule (also in docs/schedules.md)
   raises is retried on the next tick (while still within `max_late_s`); a crash between delivery and the record
   re-delivers after restart — at-least-once, never silently lost. The fired record is unique per
   (entry, occurrence), so nothing fires twice once recorded, across restarts too.
+* A record the store refuses (a full disk: `CalendarStorageError`) is kept in memory and retried at every tick; until
+  it is written the occurrence is not delivered again by this process (one warning, not a reminder every few
+  seconds). A restart before it was written re-delivers it, as after a crash.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Literal, Sequence
 
-from ..ports.calendar import Calendar, DueOccurrence, Outcome, ReminderStore, ScheduleEntry, ScheduleRequest
+from ..ports.calendar import Calendar, CalendarStorageError, DueOccurrence, Outcome, ReminderStore, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock
 from .envelope import ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent, SubjectRef
 
@@ -99,6 +102,9 @@ class ReminderScheduler:
         self.retry_s = retry_s  # sleep after a refused delivery
         self._wake = asyncio.Event()
         self._tick_lock = asyncio.Lock()
+        # delivered (or missed) occurrences whose record the store refused, retried every tick: outcome by key
+        self._unrecorded: dict[tuple[str, datetime], Outcome] = {}
+        self._warned_unrecorded = False
 
     def notify_changed(self) -> None:
         """Wake `run()` now (call after creating or cancelling a schedule so a near reminder is not slept past)."""
@@ -108,10 +114,32 @@ class ReminderScheduler:
         """One pass: deliver or record every occurrence due at clock.now()."""
         # Serialised: a manual tick() next to run() must not deliver the same occurrence twice.
         async with self._tick_lock:
+            for (entry_id, occurrence_at), outcome in list(self._unrecorded.items()):
+                await self._record(entry_id, occurrence_at, outcome)
+            if not self._unrecorded:
+                self._warned_unrecorded = False  # the next spell of refused records warns again
             results: list[TickResult] = []
             for due in await self._store.due_occurrences(self._clock.now()):
+                if (due.entry.id, due.occurrence_at) in self._unrecorded:
+                    continue  # already delivered; only its record is missing
                 results.append(await self._handle(due))
             return results
+
+    async def _record(self, entry_id: str, occurrence_at: datetime, outcome: Outcome) -> None:
+        """Record a fired occurrence; one the store refuses is remembered and retried by the next tick."""
+        key = (entry_id, occurrence_at)
+        try:
+            await self._store.mark_fired(entry_id, occurrence_at, outcome)
+        except KeyError:  # the entry is gone (cancelled and purged): nothing left to record
+            pass
+        except CalendarStorageError as exc:
+            self._unrecorded[key] = outcome
+            if not self._warned_unrecorded:
+                self._warned_unrecorded = True
+                log.warning("reminder %s @ %s %s but not recorded (%s); retried at every tick, not repeated",
+                            entry_id, occurrence_at.isoformat(), outcome, exc)
+            return
+        self._unrecorded.pop(key, None)
 
     async def _handle(self, due: DueOccurrence) -> TickResult:
         # Lateness is measured per occurrence: an earlier delivery in the same pass may have taken a while.
@@ -119,12 +147,12 @@ class ReminderScheduler:
         late_s = max(0.0, (now - due.remind_at.astimezone(UTC)).total_seconds())
         entry_id = due.entry.id
         if late_s > self.max_late_s:
-            await self._store.mark_fired(entry_id, due.occurrence_at, "missed")
+            await self._record(entry_id, due.occurrence_at, "missed")
             log.info("reminder %s @ %s missed (%.0f s late)", entry_id, due.occurrence_at.isoformat(), late_s)
             return TickResult(entry_id, due.occurrence_at, "missed", late_s)
         delivered = await self._try_deliver(reminder_event(due, late_s=late_s, now=now))
         if delivered:
-            await self._store.mark_fired(entry_id, due.occurrence_at, "spoken")
+            await self._record(entry_id, due.occurrence_at, "spoken")
         return TickResult(entry_id, due.occurrence_at, "spoken" if delivered else "failed", late_s)
 
     async def _try_deliver(self, event: HostEvent) -> bool:
