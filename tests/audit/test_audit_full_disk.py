@@ -51,3 +51,14 @@ def test_past_the_bound_the_oldest_waiting_records_go_and_a_gap_record_says_so(s
     assert gap["kind"] == AuditKind.AUDIT_GAP and gap["dropped"] == kept_from
     assert gap["before_ts"] == records[0]["ts"]
 
+
+
+def test_records_still_waiting_at_close_are_counted_in_one_warning(small_disk, caplog):
+    audit = JsonlAudit(small_disk.path / "audit.jsonl")
+    small_disk.fill()
+    for n in range(3):
+        audit.record("turn.started", text=f"while full {n}", padding="x" * 5000)
+    with caplog.at_level(logging.WARNING, logger="toy_runtime.audit"):
+        audit.close()
+    assert [r.message for r in caplog.records if "lost" in r.message] == \
+        [f"audit: 3 records could not be written to {small_disk.path / 'audit.jsonl'} and are lost"]

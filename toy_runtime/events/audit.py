@@ -174,7 +174,10 @@ class JsonlAudit:
 
     def close(self) -> None:
         with self._lock:
-            self._write_pending()  # a last try; what still cannot be written was warned about
+            self._write_pending()  # a last try
+            if self._pending:
+                log.warning("audit: %d records could not be written to %s and are lost", len(self._pending),
+                            self.path)
         self._handler.close()
 
 
