@@ -20,6 +20,7 @@ import os
 import re
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -109,7 +110,8 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
 
 class JsonlAudit:
     """Appends one JSON object per line to a private file, rotated at about `max_bytes` (0 = never) keeping
-    `backup_count` older files; safe to call from several threads (the handler's lock)."""
+    `backup_count` older files; safe to call from several threads (one lock around the waiting records and the
+    write). A write the disk refuses is held in memory, not raised (module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
                  backup_count: int = DEFAULT_BACKUP_COUNT) -> None:
@@ -120,8 +122,8 @@ class JsonlAudit:
                                              encoding="utf-8")
         self._handler.setFormatter(logging.Formatter("%(message)s"))
         self._lock = threading.RLock()  # re-entered once: the gap record after a recovery is a record too
-        self._pending: list[str] = []  # lines not written yet, oldest first
-        self._pending_bytes = 0
+        self._pending: deque[str] = deque()  # lines not written yet, oldest first
+        self._pending_bytes = 0  # their length in characters (about bytes: the lines are mostly ASCII)
         self._gap = 0  # records dropped from `_pending` since the last gap record
         self._gap_before: float | None = None  # the time of the oldest record kept after the dropped ones
         self.write_failures = 0  # writes the disk refused
@@ -152,7 +154,7 @@ class JsonlAudit:
                 self._held = True
                 self._bound()
                 return
-            self._pending_bytes -= len(self._pending.pop(0))
+            self._pending_bytes -= len(self._pending.popleft())
         if self._held:
             self._held = False
             log.warning("audit: writing to %s again (%d records lost while it could not)", self.path, self._gap)
@@ -162,7 +164,7 @@ class JsonlAudit:
 
     def _bound(self) -> None:
         while self._pending_bytes > PENDING_MAX_BYTES and len(self._pending) > 1:
-            self._pending_bytes -= len(self._pending.pop(0))
+            self._pending_bytes -= len(self._pending.popleft())
             self._gap += 1
             self.dropped += 1
         if self._gap:
