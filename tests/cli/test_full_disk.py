@@ -118,3 +118,21 @@ def test_chat_goes_on_when_the_disk_fills_mid_session(small_disk):
     utterances = [r.get("text") for r in audit_records(state / "audit.jsonl", "turn.started")]
     assert utterances[2:] == [f"at {start.isoformat()} remind me to feed the cat", "how are you", "hello again"], \
         utterances
+
+
+def test_a_disk_that_fills_after_the_preflight_is_still_one_line_at_start(tmp_path, small_disk, read_only_disk):
+    """build_runtime itself, past a preflight that passed moments ago: the calendar on a full disk, the audit on a
+    read-only one; a StartError naming the setting (the CLI prints it as one line, exit 2)."""
+    from toy_runtime.app.runtime import build_runtime
+    from toy_runtime.config import load_settings
+    from toy_runtime.errors import StartError
+
+    small_disk.fill()
+    settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path / "state"),
+                                  "TOY_CALENDAR__PATH": str(small_disk.path / "calendar.sqlite3")})
+    with pytest.raises(StartError, match=r"^calendar\.path: cannot be written: .*full.* \(0 bytes free\)$"):
+        build_runtime(settings)
+    settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path / "state"),
+                                  "TOY_AUDIT__PATH": str(read_only_disk.path / "audit.jsonl")})
+    with pytest.raises(StartError, match=r"^audit\.path: .* is on a read-only file system$"):
+        build_runtime(settings)

@@ -168,8 +168,11 @@ class SqliteCalendarStore:
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.schema_version = migrate(self._conn)
-        except BaseException:
+        except BaseException as exc:
             self._conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in \
+                    _STORAGE_CODES:
+                raise CalendarStorageError(f"{self.path}: {exc}") from exc
             raise
 
     # -- plumbing -----------------------------------------------------------------------------------------------

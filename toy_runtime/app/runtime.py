@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import ConfigError, Settings
+from ..errors import StartError
 from ..events import AuditSink, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit, TeeAudit
 from ..host.envelope import HostEventRouter
-from ..ports.calendar import Calendar
+from ..ports.calendar import Calendar, CalendarStorageError
 from ..ports.clock import Clock, SystemClock
 from ..ports.device import Mixer
 from ..ports.search import SearchProvider
@@ -16,6 +17,7 @@ from ..session.boundary import SessionBoundary
 from ..session.conversation import Conversation
 from ..session.turn import TurnRunner
 from ..signals import SignalBus
+from .disk_space import free_bytes, human_bytes, unwritable
 
 
 def build_mixer(settings: Settings) -> Mixer:
@@ -77,6 +79,14 @@ def build_idempotency(settings: Settings) -> IdempotencyStore:
     except IdempotencyStoreError as exc:
         raise ConfigError(f"events.idempotency_path: {exc} (move it away or choose another file)") from None
     return IdempotencyStore(results)
+
+
+def _calendar_line(settings: Settings, exc: Exception) -> str:
+    """The one line for a calendar the disk refused at start (it changed since the preflight probe)."""
+    if isinstance(exc, OSError):
+        return unwritable("calendar.path", settings.calendar_path, settings.calendar_path.parent, exc)
+    free = free_bytes(settings.calendar_path.parent)
+    return f"calendar.path: cannot be written: {exc}" + (f" ({human_bytes(free)} free)" if free is not None else "")
 
 
 @dataclass
@@ -149,8 +159,12 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
         closers.append(getattr(idempotency.results, "aclose", lambda: None))
     if audit is None:
         if settings.audit.enabled:
-            audit = JsonlAudit(settings.audit_path, max_bytes=settings.audit.max_bytes,
-                               backup_count=settings.audit.backup_count)
+            try:
+                audit = JsonlAudit(settings.audit_path, max_bytes=settings.audit.max_bytes,
+                                   backup_count=settings.audit.backup_count)
+            except OSError as exc:  # the disk changed since the preflight probe: still one line, never a traceback
+                raise StartError(unwritable("audit.path", settings.audit_path, settings.audit_path.parent, exc)) \
+                    from None
             closers.append(audit.close)
         else:
             audit = NullAudit()
@@ -164,7 +178,12 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
         if search is not None and hasattr(search, "aclose"):
             closers.append(search.aclose)  # the adapter's HTTP client is ours to close
     if calendar is None:
-        calendar = build_calendar(settings, clock)
+        try:
+            calendar = build_calendar(settings, clock)
+        except (CalendarStorageError, OSError) as exc:
+            if isinstance(audit, JsonlAudit):  # the start ends here: its file is not left open
+                audit.close()
+            raise StartError(_calendar_line(settings, exc)) from None
         closers.append(getattr(calendar, "aclose", lambda: None))
     from ..host.scheduler import ObservedCalendar
 
