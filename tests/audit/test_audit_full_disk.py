@@ -21,7 +21,8 @@ def test_records_wait_in_memory_while_the_disk_is_full_and_are_written_when_it_f
     small_disk.fill()
     with caplog.at_level(logging.WARNING, logger="toy_runtime.audit"):
         for n in range(5):
-            audit.record("turn.started", text=f"while full {n}", padding="x" * 5000)  # more than a page: a short write, cut back
+            # more than a page: a short write, cut back off the file
+            audit.record("turn.started", text=f"while full {n}", padding="x" * 5000)
         assert audit.pending == 5 and audit.write_failures == 5
         assert [r.message for r in caplog.records if "cannot write" in r.message] == [caplog.records[0].message]
         assert [r["text"] for r in lines_of(path)] == ["before"]  # nothing half-written after the first record

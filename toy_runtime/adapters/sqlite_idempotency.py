@@ -64,7 +64,8 @@ class SqliteResultStore:
         self._oversize = MemoryResultStore(max_rows=64, ttl_s=ttl_s, clock=clock)  # rows above MAX_ROW_BYTES
         try:
             if str(path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # private: the state dir holds the audit log too (as JsonlAudit makes it)
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a commit is exactly where we say it is.
             self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
                                          timeout=busy_timeout_ms / 1000)

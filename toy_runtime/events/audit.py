@@ -8,7 +8,8 @@ A write that fails (a full disk, a read-only remount, an I/O error) never reache
 whole or not at all (a short write is cut back off the file), one warning is logged, and the records that could not
 be written wait in memory, oldest first, up to `PENDING_MAX_BYTES` (past that the oldest go and are counted). Every
 later record first retries the waiting ones, so when space returns they are written in order, followed by one
-`audit.gap` record if any had to go (how many, and the time of the oldest record kept after them). `JsonlAudit.write_failures` and `.dropped` count what happened.
+`audit.gap` record if any had to go (how many, and the time of the oldest record kept after them).
+`JsonlAudit.write_failures` and `.dropped` count what happened.
 """
 
 from __future__ import annotations

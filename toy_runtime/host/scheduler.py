@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Literal, Sequence
 
-from ..ports.calendar import Calendar, CalendarStorageError, DueOccurrence, Outcome, ReminderStore, ScheduleEntry, ScheduleRequest
+from ..ports.calendar import (Calendar, CalendarStorageError, DueOccurrence, Outcome, ReminderStore, ScheduleEntry,
+                              ScheduleRequest)
 from ..ports.clock import Clock
 from .envelope import ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent, SubjectRef
 
