@@ -38,6 +38,7 @@ from ..events import (
 from ..host.envelope import HostEvent
 from ..language import guess_locale
 from ..ports.clock import Clock
+from .confirmation import DEFAULT_TIMEOUT_S, Confirmations
 from .conversation import Conversation
 from .gate import OfflineGate
 from .holding import HoldingCues, TurnDeadline, answer_in_time
@@ -52,7 +53,7 @@ class TurnRunner:
     def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
                  audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
                  event_agent: EventAgent | None = None, rng: random.Random | None = None,
-                 gate_first_token_s: float | None = None,
+                 gate_first_token_s: float | None = None, confirmation_timeout_s: float = DEFAULT_TIMEOUT_S,
                  observer: Callable[[str, TurnItem], None] | None = None,
                  before_turn: Callable[["TurnRunner"], None] | None = None) -> None:
         self.kernel = kernel
@@ -64,6 +65,8 @@ class TurnRunner:
         self.config = agent_config
         self.event_agent = event_agent
         self.gate = OfflineGate(kernel.registry, audit)
+        # events held for the child's yes, settled by the next turn (session/confirmation.py)
+        self.confirmations = Confirmations(kernel.registry, audit, timeout_s=confirmation_timeout_s)
         # None: the gate never races the model's first token (it still steps in after a fault)
         self.gate_first_token_s = gate_first_token_s
         self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
@@ -151,8 +154,13 @@ class TurnRunner:
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
         path, fault, unrun = "llm", None, []
+        # a yes or no to the previous turn's question is answered here, without the model
+        reply = self.confirmations.take(text, turn_id, self.clock.monotonic())
         try:
-            if (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
+            if reply is not None:
+                path, first = "confirmation", None
+                reply.act(run, turn_id, say, context.locale)
+            elif (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
                     or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
@@ -187,6 +195,8 @@ class TurnRunner:
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
+        if path == "confirmation":
+            self.confirmations.say_done(outcome.results, spoken, say, context.locale)
         # after a fault or a gate step-in, the gate or the fault line already said what happened; a name that also
         # came through properly (a block and a text call for the same event) did run and needs no correction
         ran = {r.name for r in outcome.results}
@@ -203,8 +213,10 @@ class TurnRunner:
         if not any(s.kind != "holding" for s in spoken):  # never a silent turn
             self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line)
         terminated = outcome.continuation.terminate
+        self.confirmations.note(outcome.results, turn_id, self.clock.monotonic())
         if terminated:
             conv.terminated = True
+            self.confirmations.cancel("session_ended", turn_id)
 
         self._remember(text, spoken, outcome.results, turn_id)
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
@@ -353,6 +365,10 @@ class TurnRunner:
             messages.append({"role": "tool", "tool_call_id": call.call_id,
                              "content": json.dumps(body, ensure_ascii=False)})
         return messages
+
+    def end_session(self, reason: str = "session_ended") -> None:
+        """The conversation is over (idle, closed, stopped): whatever still waits for the child's yes is dropped."""
+        self.confirmations.cancel(reason)
 
     # -- offline gate --------------------------------------------------------------------------------
 
