@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 import pytest
 
 from toy_runtime.events import EventDefinition, EventStatus, Resolution, ResultPolicy
+from toy_runtime.events.definition import CONFIRMATION_NOTE
 from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.session.confirmation import DECLINED_LINES, EXPIRED_LINES
 from toy_runtime.testing.scripted_llm import Reply
@@ -145,6 +146,21 @@ async def test_a_new_topic_cancels_the_held_event(mode, locale, llm_server, make
     llm_server.add(Reply(text="Yes what?"))
     late = await h.turn(YES[locale][0])  # a yes after the new topic confirms nothing
     assert late.events == [] and drawings.erased == [] and late.speech() == ["Yes what?"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_model_is_told_the_event_waits_for_the_childs_yes(mode, llm_server, make_harness):
+    """Its reply is spoken before the question: it must know not to announce the action as done."""
+    h, _ = harness(make_harness, llm_server, mode)
+    await ask(h, llm_server, mode, "en")
+    request = llm_server.requests[0]
+    if mode == "dual_agent":
+        catalog = " ".join(m["content"] for m in request["messages"] if m["role"] == "system")
+        assert f"- {NAME}: Erase one of the child's saved drawings. {CONFIRMATION_NOTE}" in catalog
+    else:
+        [tool] = [t for t in request["tools"] if t["function"]["name"] == TOOL]
+        assert CONFIRMATION_NOTE in tool["function"]["description"]
+        assert all(CONFIRMATION_NOTE not in t["function"]["description"] for t in request["tools"] if t is not tool)
 
 
 async def test_a_yes_after_the_timeout_runs_nothing_and_says_why(llm_server, make_harness):
