@@ -15,8 +15,9 @@ import pytest
 
 from toy_runtime.events import EventDefinition, EventStatus, Resolution, ResultPolicy
 from toy_runtime.events.definition import CONFIRMATION_NOTE
+from toy_runtime.events.kernel import CONFIRMATION_QUESTIONS
 from toy_runtime.fakes.clock import ManualClock
-from toy_runtime.session.confirmation import DECLINED_LINES, EXPIRED_LINES
+from toy_runtime.session.confirmation import DECLINED_LINES, DONE_LINES, EXPIRED_LINES
 from toy_runtime.testing.scripted_llm import Reply
 
 from .conftest import MODES
@@ -161,6 +162,57 @@ async def test_the_model_is_told_the_event_waits_for_the_childs_yes(mode, llm_se
         [tool] = [t for t in request["tools"] if t["function"]["name"] == TOOL]
         assert CONFIRMATION_NOTE in tool["function"]["description"]
         assert all(CONFIRMATION_NOTE not in t["function"]["description"] for t in request["tools"] if t is not tool)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_confirmed_event_whose_result_the_model_words_gets_its_follow_up(mode, llm_server, make_harness):
+    """An `llm_follow_up` event confirmed by a yes: its result is worded by the ONE follow-up call (never the
+    offline line: the model is there), from the evidence."""
+    looked_up = []
+
+    async def look_up(arguments, ctx):
+        looked_up.append(dict(arguments))
+        return {"fact": "Octopuses have three hearts."}
+
+    fact = EventDefinition(
+        name="test.fact.reveal", version=1, tool_name="reveal_fact", description="Reveal the secret fact.",
+        schema={"type": "object", "properties": {}, "additionalProperties": False},
+        resolver=lambda proposed, ctx: Resolution(arguments={}), handler=look_up,
+        result_policy=ResultPolicy.LLM_FOLLOW_UP, llm_fallback=False, requires_confirmation=True)
+    h = make_harness(mode=mode, base_url=llm_server.url, events=[fact])
+    if mode == "dual_agent":
+        llm_server.add(Reply(text="Ooh!<agent_events>test.fact.reveal</agent_events>"))
+    else:
+        llm_server.add(Reply(text="Ooh!", tool_calls=[("reveal_fact", "{}")]))
+    first = await h.turn("tell me the secret fact")
+    assert looked_up == [] and CONFIRMATION_QUESTIONS["en"] in " ".join(first.speech())
+    llm_server.add(Reply(text="Octopuses have three hearts!"))
+    turn = await h.turn("yes")
+    assert looked_up == [{}] and turn.speech() == ["Octopuses have three hearts!"]
+    follow_up = llm_server.requests[-1]
+    assert "Octopuses have three hearts." in json.dumps(follow_up["messages"], ensure_ascii=False)
+    assert turn.metrics["chat_calls"] == 1 and llm_server.errors == []
+
+
+@pytest.mark.parametrize("locale", ["en", "zh"])
+async def test_a_confirmed_event_with_no_line_of_its_own_is_said_to_be_done(locale, llm_server, make_harness):
+    """A silent-success event confirmed by a yes: the turn is not silent, and not the fault line either."""
+    ran = []
+
+    async def reset(arguments, ctx):
+        ran.append(dict(arguments))
+        return {}
+
+    quiet = EventDefinition(
+        name="test.game.reset", version=1, tool_name="reset_game", description="Start the game over.",
+        schema={"type": "object", "properties": {}, "additionalProperties": False},
+        resolver=lambda proposed, ctx: Resolution(arguments={}), handler=reset,
+        result_policy=ResultPolicy.SILENT_SUCCESS, llm_fallback=False, requires_confirmation=True)
+    h = make_harness(mode="dual_agent", base_url=llm_server.url, events=[quiet])
+    llm_server.add(Reply(text="Hmm!<agent_events>test.game.reset</agent_events>"))
+    await h.turn({"en": "start the game over", "zh": "游戏重新开始"}[locale])
+    turn = await h.turn(YES[locale][0])
+    assert ran == [{}] and " ".join(turn.speech()) == DONE_LINES[locale]
 
 
 async def test_a_yes_after_the_timeout_runs_nothing_and_says_why(llm_server, make_harness):

@@ -12,7 +12,8 @@ NO = ["no", "Nope.", "don't", "Don’t do it!", "do not", "cancel", "cancel that
       "不", "不要", "别", "算了", "取消", "不是", "不用了", "算了吧"]
 # a new topic, a doubtful answer, or more than an answer: never a yes
 NEITHER = ["", "please", "no, do it", "yes and tell me a story", "I don't know", "what is a whale", "yes 7",
-           "好的不要", "是什么", "对了，我们玩吧", "ok 好", "don't stop the music", "不知道"]
+           "好的不要", "是什么", "对了，我们玩吧", "ok 好", "don't stop the music", "不知道",
+           "yes " * 40]
 
 
 @pytest.mark.parametrize("text", YES)

@@ -26,6 +26,7 @@ _ZH_NO = ("不", "不要", "别", "算了", "取消", "不用", "不是", "不�
           "先不要", "不做", "不用了")
 _ZH_FILLER = ("嗯", "呃", "哦", "噢", "啊", "吧", "呀", "了", "呢", "嘛", "啦", "请")
 
+MAX_ANSWER_CHARS = 40  # longer than any yes or no with its fillers: read no further (the text is untrusted input)
 _EN_TOKEN = re.compile(r"[a-z']+")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _PUNCTUATION = re.compile(r"[\s,.;:!?~，。；：！？、…]+")
@@ -62,6 +63,8 @@ def _kinds(units: list[str], table: dict[tuple, str]) -> set[str] | None:
 
 def read_answer(text: str) -> Answer | None:
     """"yes" or "no" when the whole utterance is one, else None (a new topic, or a doubtful answer)."""
+    if len(text or "") > MAX_ANSWER_CHARS:
+        return None
     s = unicodedata.normalize("NFKC", text or "").lower().replace("’", "'")
     if _HAN.search(s):
         if re.search(r"[a-z]", s):

@@ -195,8 +195,6 @@ class TurnRunner:
 
         for line in outcome.continuation.lines:
             say(Speech(2, line, kind="continuation"))
-        if path == "confirmation":
-            self.confirmations.say_done(outcome.results, spoken, say, context.locale)
         # after a fault or a gate step-in, the gate or the fault line already said what happened; a name that also
         # came through properly (a block and a text call for the same event) did run and needs no correction
         ran = {r.name for r in outcome.results}
@@ -205,11 +203,13 @@ class TurnRunner:
             say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
         if outcome.continuation.needs_llm:
-            if self.chat is not None and path == "llm":
+            if self.chat is not None and path in ("llm", "confirmation"):  # a confirmed event's result is worded too
                 second = CallStats(purpose="follow_up")
                 await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
             else:
                 say(Speech(2, self.config.offline_line, kind="offline"))
+        if path == "confirmation":  # a confirmed event that ran unannounced is said to be done
+            self.confirmations.say_done(outcome.results, spoken, say, context.locale)
         if not any(s.kind != "holding" for s in spoken):  # never a silent turn
             self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line)
         terminated = outcome.continuation.terminate
@@ -318,7 +318,8 @@ class TurnRunner:
         sources = _sources(follow)
         first_answer = " ".join(s.text for s in spoken if s.answer == 1)
         history = self.conversation.messages + [{"role": "user", "content": text}]
-        if chat.mode == "dual_agent":
+        # a confirmed event ran on the child's yes, not on a call of this turn: there is no tool call to answer
+        if chat.mode == "dual_agent" or not record.tool_calls:
             messages = chat.system_messages(events=False) + history + [
                 {"role": "assistant", "content": first_answer or "Let me check."},
                 {"role": "user", "content": results_message(compact)},
