@@ -99,6 +99,9 @@ class AgentConfig(Section):
     turn_deadline_s: float = Field(
         30.0, gt=0, description="the first answer must be complete this long after the end of the child's speech; "
         "past it the call is abandoned and the turn ends like any provider fault (offline gate, else fault_line)")
+    confirmation_timeout_s: float = Field(
+        30.0, gt=0, description="an event that asked for the child's yes is dropped unrun when the answer comes "
+        "later than this (session/confirmation.py)")
 
 
 class EventsConfig(Section):

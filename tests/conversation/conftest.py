@@ -21,7 +21,7 @@ class Harness:
     """Builds a runtime for one mode and runs text turns, collecting items."""
 
     def __init__(self, tmp_path, *, mode="dual_agent", base_url=None, mixer=None, search=None, calendar=None,
-                 **llm):
+                 events=(), clock=None, **llm):
         settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path)})
         # the gate's first-token budget too: its own tests turn it down (test_gate_budget.py)
         llm_updates = {"base_url": base_url, "model": "scripted-model", "read_timeout_s": 2.0,
@@ -37,8 +37,9 @@ class Harness:
         # "off": no provider configured; a dict: these [search] settings, the runtime builds the provider itself
         self.search = None if search == "off" or isinstance(search, dict) else (search or StaticSearch())
         self.calendar = calendar or MemoryCalendarStore()
+        # events: a test's own definitions next to the built-in ones; clock: e.g. a ManualClock for expiry
         self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
-                                     audit=self.audit)
+                                     audit=self.audit, events=events, clock=clock)
         self.runner = self.runtime.new_turn_runner()
 
     async def turn(self, text):

@@ -47,14 +47,14 @@ class Rig:
     """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
 
     def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
-                 agent=None, llm=None):
+                 agent=None, llm=None, events=()):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
                                 llm={"base_url": llm_url, "model": "scripted-model", **(llm or {})},
                                 agent={"holding_cue_after_s": 600.0, **(agent or {})})
         self.audit = MemoryAudit()
         self.mixer = MemoryMixer()
         self.runtime = build_runtime(settings, audit=self.audit, mixer=self.mixer, search=StaticSearch(),
-                                     calendar=MemoryCalendarStore())
+                                     calendar=MemoryCalendarStore(), events=events)
         self.mic: asyncio.Queue = asyncio.Queue()
         self.paused: list[bool] = []
         self.sinks: list[MemorySink] = []

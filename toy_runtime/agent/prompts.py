@@ -51,7 +51,7 @@ def catalog_instruction(definitions: Iterable[EventDefinition], *, examples: boo
     ("Okay, I will speak up!") is never taken for an echo of the prompt.
     """
     definitions = list(definitions)
-    lines = "\n".join(f"- {d.name}: {d.description}" for d in definitions if d.advertised)
+    lines = "\n".join(f"- {d.name}: {d.model_description}" for d in definitions if d.advertised)
     text = (
         "You can also trigger these device events:\n"
         f"{lines}\n"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
-from ..events import AuditSink, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit, TeeAudit
+from ..events import AuditSink, EventDefinition, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit, TeeAudit
 from ..host.envelope import HostEventRouter
 from ..ports.calendar import Calendar, CalendarStorageError
 from ..ports.clock import Clock, SystemClock
@@ -129,6 +129,7 @@ class Runtime:
                           audit=self.audit, clock=self.clock, timezone=self.settings.session.timezone,
                           agent_config=self.settings.agent, event_agent=self.event_agent,
                           gate_first_token_s=self.settings.llm.gate_first_token_s,
+                          confirmation_timeout_s=self.settings.agent.confirmation_timeout_s,
                           observer=self.turn_observer, before_turn=self.before_turn)
 
     async def aclose(self) -> None:
@@ -144,8 +145,10 @@ class Runtime:
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,
                   calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None,
-                  audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None) -> Runtime:
+                  audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None,
+                  events: Iterable[EventDefinition] = ()) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
+    `events`: further definitions registered after the built-in ones (a test's own event, a local plugin).
 
     Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
     search event: the model is not told it can search, and a search request still gets an honest line.
@@ -192,6 +195,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                         volume_step=settings.volume.step, search_results=settings.search.max_results,
                         dayparts=settings.calendar.dayparts())
     registry = default_registry(ports).subset(settings.events.enabled)
+    if events:
+        registry = EventRegistry([*registry, *events])  # a copy: the subset may be the shared default registry
 
     chat_client = chat_agent = event_agent = None
     if settings.llm_online:

@@ -45,6 +45,12 @@ class AuditKind(StrEnum):
     TURN_NOT_RUN = "turn.not_run", "events the agent named that did not run (so nothing promised them)"
     SPEECH_HIDDEN = "speech.hidden", "a sentence held back from the speaker (markup, a false promise...)"
     GATE_USED = "gate.used", "the offline gate answered without the LLM: the definitions it matched, and after what"
+    CONFIRMATION_ASKED = ("confirmation.asked", "an event that needs the child's yes was held: its id, name, "
+                          "arguments and the question asked")
+    CONFIRMATION_CONFIRMED = ("confirmation.confirmed", "the child said yes in the next turn: the held event runs "
+                              "with the arguments asked about")
+    CONFIRMATION_CANCELLED = ("confirmation.cancelled", "a held event was dropped unrun, and why (declined, "
+                              "new_topic, expired, session_ended)")
 
     # --- the chat agent's stream (agent/chat_agent.py) ---
     CHAT_EVENT_BLOCK = "chat.event_block", "an event block parsed out of the chat text stream (never spoken)"

@@ -70,6 +70,9 @@ class ExecutionContext:
 Resolver = Callable[[Mapping[str, Any] | None, ResolveContext], Resolution]
 Handler = Callable[[Mapping[str, Any], ExecutionContext], Awaitable[Mapping[str, Any]]]
 Template = Callable[[Mapping[str, Any], Mapping[str, Any]], str]  # (arguments, result) -> line
+# told to the model next to a definition that requires confirmation: its reply comes before the child's yes, so it
+# must not announce the action as done or under way
+CONFIRMATION_NOTE = "It runs only after the child says yes to a question: never say it is done."
 
 
 @dataclass(frozen=True)
@@ -129,13 +132,18 @@ class EventDefinition:
             keys.add(self.concurrency_class)
         return frozenset(keys)
 
+    @property
+    def model_description(self) -> str:
+        """The description the model is shown (catalog line, tool): with the confirmation note when one is needed."""
+        return f"{self.description} {CONFIRMATION_NOTE}" if self.requires_confirmation else self.description
+
     def provider_tool(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this definition."""
         return {
             "type": "function",
             "function": {
                 "name": self.tool_name,
-                "description": self.description,
+                "description": self.model_description,
                 "parameters": dict(self.schema),
             },
         }

@@ -18,11 +18,14 @@ from .continuation import Continuation, aggregate
 from .definition import EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback
 from .idempotency import IdempotencyStore, canonical_json, idempotency_key
-from .model import EventBatch, EventRequest, EventResult, EventStatus, EventTimings, SourceProtocol
+from .model import (EventBatch, EventRequest, EventResult, EventStatus, EventTimings, ResolutionPath,
+                    SourceProtocol)
 from .registry import EventRegistry
 from .resolution import ResolvedArguments, resolve_request
 
 ResultCallback = Callable[[EventResult], None]
+# asked when a definition that requires confirmation declares no question of its own
+CONFIRMATION_QUESTIONS = {"en": "Are you sure? Say yes or no.", "zh": "确定吗？请说好或者不要。"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class _Slot:
     started: float = 0.0
     task: asyncio.Task | None = None
     executing: bool = False  # the handler has been called
+    # the child said yes to these arguments in an earlier turn: they run as they were asked about, unresolved again
+    confirmed: ResolvedArguments | None = None
 
 
 class EventKernel:
@@ -168,8 +173,13 @@ class BatchRun:
     def audit(self) -> AuditSink:
         return self.kernel.audit
 
-    def add(self, request: EventRequest, *, detected_at: float | None = None) -> bool:
-        """Start one request now. Returns False (and audits) when its name is unknown: it is never executed."""
+    def add(self, request: EventRequest, *, detected_at: float | None = None,
+            confirmed: Mapping[str, Any] | None = None) -> bool:
+        """Start one request now. Returns False (and audits) when its name is unknown: it is never executed.
+
+        `confirmed`: the arguments the child already said yes to (a pending confirmation answered in a later turn):
+        they are neither resolved again (this turn's words are only "yes") nor asked about a second time.
+        """
         if self._closed.is_set():
             raise RuntimeError("batch already closed")
         definition = self.kernel.registry.lookup(request.name)
@@ -187,6 +197,9 @@ class BatchRun:
             self._dispatched_at = time.perf_counter()
         slot = _Slot(len(self.slots), request, definition, self._loop.create_future(), self._loop.create_future(),
                      detected_at=detected_at if detected_at is not None else time.perf_counter())
+        if confirmed is not None:
+            slot.confirmed = ResolvedArguments(arguments=dict(confirmed), path=ResolutionPath.DETERMINISTIC,
+                                               outcome="resolved")
         self.slots.append(slot)
         slot.task = asyncio.create_task(self._run_slot(slot), name=f"event:{request.name}:{request.event_id}")
         return True
@@ -281,8 +294,8 @@ class BatchRun:
 
     async def _process(self, slot: _Slot) -> EventResult:
         definition, request, kernel = slot.definition, slot.request, self.kernel
-        resolved = await resolve_request(kernel.registry, definition, request, self.context, self.fallback,
-                                         self.audit)
+        resolved = slot.confirmed or await resolve_request(kernel.registry, definition, request, self.context,
+                                                           self.fallback, self.audit)
         slot.resolved.set_result(resolved)
         if resolved.outcome == "invalid":
             return self._result(slot, EventStatus.REJECTED, resolved, error=resolved.error,
@@ -291,10 +304,9 @@ class BatchRun:
             return self._result(slot, EventStatus.NEEDS_CLARIFICATION, resolved, question=resolved.question,
                                 error=f"missing or ambiguous: {', '.join(resolved.missing)}",
                                 error_code="needs_clarification")
-        if definition.requires_confirmation:
-            question = (definition.confirmation_question(resolved.arguments, {})
-                        if definition.confirmation_question else f"Should I really do {definition.name}?")
-            return self._result(slot, EventStatus.NEEDS_CONFIRMATION, resolved, question=question,
+        if definition.requires_confirmation and slot.confirmed is None:
+            return self._result(slot, EventStatus.NEEDS_CONFIRMATION, resolved,
+                                question=self._confirmation_question(definition, resolved),
                                 error_code="needs_confirmation")
 
         duplicate_of = await self._earlier_duplicate(slot, resolved)
@@ -365,6 +377,17 @@ class BatchRun:
             await asyncio.wait(siblings, timeout=remaining)
 
     # -- helpers ------------------------------------------------------------------------------------
+
+    def _confirmation_question(self, definition: EventDefinition, resolved: ResolvedArguments) -> str:
+        """The definition's question in the child's language; a generic one (never the event's name: it is said
+        aloud) when it has none or its template breaks."""
+        locale = self.context.locale
+        if definition.confirmation_question is not None:
+            try:
+                return definition.confirmation_question(resolved.arguments, {"locale": locale})
+            except Exception:  # a broken template must not lose the question
+                pass
+        return CONFIRMATION_QUESTIONS.get(locale, CONFIRMATION_QUESTIONS["en"])
 
     def _deadline_left(self) -> float:
         """Seconds left of the batch deadline; the full deadline while nothing has been dispatched yet."""

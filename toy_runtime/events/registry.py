@@ -120,7 +120,7 @@ class EventRegistry:
 
     def catalog_lines(self) -> list[str]:
         """`name: description` lines for the dual_agent event catalog."""
-        return [f"{d.name}: {d.description}" for d in self.advertised()]
+        return [f"{d.name}: {d.model_description}" for d in self.advertised()]
 
     def provider_tools(self) -> list[dict]:
         """The `tools` list for chat_agent_tools mode."""

@@ -99,6 +99,8 @@ class OfflineGate:
 
     def _reply(self, step: GateStep, context: ResolveContext) -> str | None:
         definition = step.definition
+        if definition.requires_confirmation:
+            return None  # the kernel asks first: a templated "okay, doing it" would promise what may never run
         resolved = resolve_deterministic(self.registry, definition, step.arguments or None, context)
         if resolved.outcome == "resolved" and definition.gate_reply is not None:
             return definition.gate_reply(resolved.arguments, {"locale": context.locale})

@@ -38,6 +38,7 @@ from ..events import (
 from ..host.envelope import HostEvent
 from ..language import guess_locale
 from ..ports.clock import Clock
+from .confirmation import DEFAULT_TIMEOUT_S, Confirmations
 from .conversation import Conversation
 from .gate import OfflineGate
 from .holding import HoldingCues, TurnDeadline, answer_in_time
@@ -52,7 +53,7 @@ class TurnRunner:
     def __init__(self, *, kernel: EventKernel, chat_agent: ChatAgent | None, conversation: Conversation,
                  audit: AuditSink, clock: Clock, timezone: str, agent_config: AgentConfig,
                  event_agent: EventAgent | None = None, rng: random.Random | None = None,
-                 gate_first_token_s: float | None = None,
+                 gate_first_token_s: float | None = None, confirmation_timeout_s: float = DEFAULT_TIMEOUT_S,
                  observer: Callable[[str, TurnItem], None] | None = None,
                  before_turn: Callable[["TurnRunner"], None] | None = None) -> None:
         self.kernel = kernel
@@ -64,6 +65,8 @@ class TurnRunner:
         self.config = agent_config
         self.event_agent = event_agent
         self.gate = OfflineGate(kernel.registry, audit)
+        # events held for the child's yes, settled by the next turn (session/confirmation.py)
+        self.confirmations = Confirmations(kernel.registry, audit, timeout_s=confirmation_timeout_s)
         # None: the gate never races the model's first token (it still steps in after a fault)
         self.gate_first_token_s = gate_first_token_s
         self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
@@ -151,8 +154,13 @@ class TurnRunner:
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
         path, fault, unrun = "llm", None, []
+        # a yes or no to the previous turn's question is answered here, without the model
+        reply = self.confirmations.take(text, turn_id, self.clock.monotonic())
         try:
-            if (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
+            if reply is not None:
+                path, first = "confirmation", None
+                reply.act(run, turn_id, say, context.locale)
+            elif (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
                     or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
@@ -195,16 +203,20 @@ class TurnRunner:
             say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
         if outcome.continuation.needs_llm:
-            if self.chat is not None and path == "llm":
+            if self.chat is not None and path in ("llm", "confirmation"):  # a confirmed event's result is worded too
                 second = CallStats(purpose="follow_up")
                 await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
             else:
                 say(Speech(2, self.config.offline_line, kind="offline"))
+        if path == "confirmation":  # a confirmed event that ran unannounced is said to be done
+            self.confirmations.say_done(outcome.results, spoken, say, context.locale)
         if not any(s.kind != "holding" for s in spoken):  # never a silent turn
             self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line)
         terminated = outcome.continuation.terminate
+        self.confirmations.note(outcome.results, turn_id, self.clock.monotonic())
         if terminated:
             conv.terminated = True
+            self.confirmations.cancel("session_ended", turn_id)
 
         self._remember(text, spoken, outcome.results, turn_id)
         metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
@@ -306,7 +318,8 @@ class TurnRunner:
         sources = _sources(follow)
         first_answer = " ".join(s.text for s in spoken if s.answer == 1)
         history = self.conversation.messages + [{"role": "user", "content": text}]
-        if chat.mode == "dual_agent":
+        # a confirmed event ran on the child's yes, not on a call of this turn: there is no tool call to answer
+        if chat.mode == "dual_agent" or not record.tool_calls:
             messages = chat.system_messages(events=False) + history + [
                 {"role": "assistant", "content": first_answer or "Let me check."},
                 {"role": "user", "content": results_message(compact)},
@@ -353,6 +366,10 @@ class TurnRunner:
             messages.append({"role": "tool", "tool_call_id": call.call_id,
                              "content": json.dumps(body, ensure_ascii=False)})
         return messages
+
+    def end_session(self, reason: str = "session_ended") -> None:
+        """The conversation is over (idle, closed, stopped): whatever still waits for the child's yes is dropped."""
+        self.confirmations.cancel(reason)
 
     # -- offline gate --------------------------------------------------------------------------------
 

@@ -228,6 +228,7 @@ class VoiceLoop:
                 pending = message
         finally:
             self.audit.record(AuditKind.VOICE_SESSION_CLOSED, session_id=self.runner.conversation.session_id, reason=reason)
+            self.runner.end_session()  # silence: a question left unanswered never runs its event later
             self._resume()
             await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
             self._set_state(SessionState.IDLE)
