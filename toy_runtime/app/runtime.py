@@ -7,7 +7,8 @@ from typing import Any, Iterable
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
-from ..events import AuditSink, EventDefinition, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit, TeeAudit
+from ..events import (AuditSink, EventDefinition, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit,
+                      TeeAudit)
 from ..host.envelope import HostEventRouter
 from ..ports.calendar import Calendar, CalendarStorageError
 from ..ports.clock import Clock, SystemClock
