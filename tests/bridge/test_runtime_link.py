@@ -256,12 +256,22 @@ def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tm
     proc = subprocess.Popen([sys.executable, "-m", "toy_runtime", "run", "--mqtt-url", broker.url, "--device-id",
                              "toy13"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
+    seen: list[tuple[str, dict]] = []
+
     def next_of(suffix: str, wanted: Callable[[dict], bool]) -> dict:
+        """The first message on `suffix` that is `wanted`, seen before or arriving now: the session may go idle
+        before the command's result is published, so nothing read while waiting for another topic is thrown away."""
+        for topic, value in seen:
+            if topic.endswith(suffix) and wanted(value):
+                seen.remove((topic, value))
+                return value
         deadline = time.monotonic() + 60  # safety net only
         while True:
             topic, payload, _ = app.messages.get(timeout=max(0.1, deadline - time.monotonic()))
-            if topic.endswith(suffix) and wanted(value := json.loads(payload)):
+            value = json.loads(payload)
+            if topic.endswith(suffix) and wanted(value):
                 return value
+            seen.append((topic, value))
 
     try:
         app.wait_ready()
