@@ -258,9 +258,9 @@ def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tm
 
     seen: list[tuple[str, dict]] = []
 
-    def next_of(suffix: str, wanted: Callable[[dict], bool]) -> dict:
-        """The first message on `suffix` that is `wanted`, seen before or arriving now: the session may go idle
-        before the command's result is published, so nothing read while waiting for another topic is thrown away."""
+    def next_of(suffix: str, wanted: Callable[[dict], bool], *, keep_others: bool = False) -> dict:
+        """The first message on `suffix` that is `wanted`, kept from an earlier `keep_others` wait or arriving now:
+        the session may go idle before the command's result is published."""
         for topic, value in seen:
             if topic.endswith(suffix) and wanted(value):
                 seen.remove((topic, value))
@@ -271,7 +271,8 @@ def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tm
             value = json.loads(payload)
             if topic.endswith(suffix) and wanted(value):
                 return value
-            seen.append((topic, value))
+            if keep_others:
+                seen.append((topic, value))
 
     try:
         app.wait_ready()
@@ -280,7 +281,7 @@ def test_remote_terminate_closes_the_voice_session_in_run(broker, sound_card, tm
         next_of("state", lambda state: state["state"] == "listening")
         app.publish("toy/toy13/command", {"v": 1, "command_id": "bye", "name": "session.terminate",
                                           "arguments": {"reason": "bedtime"}, "actor": "app"})
-        result = next_of("command/result", lambda r: r["command_id"] == "bye")
+        result = next_of("command/result", lambda r: r["command_id"] == "bye", keep_others=True)
         next_of("state", lambda state: state["state"] == "idle")
         closed = wait_for(lambda: audit_records(audit, "voice.session_closed"), 30, "the session to close", proc)
         assert proc.poll() is None  # the service goes on; only the session ended
