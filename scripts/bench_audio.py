@@ -6,8 +6,9 @@
 Prints: time to load the models / be ready to listen, RSS with pocketsphinx + the joe voice loaded, idle listening
 CPU (VAD only, real-time paced silent source, time.process_time), ASR-final latency after the end of speech
 (real-time paced piper speech through the listener), first-clause TTS time, the leading silence trimmed from piper's
-audio. With --card (needs pulseaudio): the same idle figure through PortAudio on the virtual sound card, and the time
-from `play()` to the first sample written on the real sink.
+audio. With --card (needs pulseaudio): the same idle figure through PortAudio on the virtual sound card with the
+frames it dropped and PortAudio's input overflows meanwhile (does the capture keep up on this machine, as loaded as
+it is), and the time from `play()` to the first sample written on the real sink.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ async def card_figures(seconds: float, recognizer, speak) -> dict:
         for block_frames in (1, 2):
             src = SoundDeviceSource("pulse", frame_ms=20, block_frames=block_frames)
             out[f"idle_cpu_pct_portaudio_block{block_frames}"] = await idle_cpu(src, seconds, recognizer)
+            # whether the runtime's own capture settings (low latency, a 2 s hand-over queue) keep up on this
+            # machine, as loaded as it is now: a figure here, never a test's assertion (tests/audio/test_pulse.py)
+            out[f"dropped_frames_portaudio_block{block_frames}"] = src.overflows
+            out[f"input_overflows_portaudio_block{block_frames}"] = src.xruns
         sink = SoundDeviceSink("pulse", sample_rate_hz=22050)
         await sink.start()
         try:

@@ -105,7 +105,8 @@ def test_pocketsphinx_decodes_without_holding_the_interpreter(speak16k):
     inside = [t for t in wakeups if span[0] < t < span[1]]
     assert span[1] - span[0] > 0.1
     # holding the GIL, at most one switch interval (5 ms) of wake-ups could fall inside; without it, hundreds do
-    assert len(inside) >= 50, (len(inside), span[1] - span[0])
+    # (a busy machine gives this thread fewer turns, hence a floor far below that, still far above one)
+    assert len(inside) >= 10, (len(inside), span[1] - span[0])
 
 
 def test_pocketsphinx_uses_the_model_inside_the_wheel(sphinx):

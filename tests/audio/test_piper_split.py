@@ -242,10 +242,12 @@ def test_copies_of_a_voice_in_two_places_keep_their_own_splits(joe_split, tmp_pa
     from toy_runtime.adapters.piper_tts import default_voice_paths
 
     cache = tmp_path / "voices"
+    shutil.copytree(joe_split[0], cache)  # the first venv's split, already made (a split costs ~10 s of a core)
     copy = tmp_path / "venv2" / "en_US-joe-medium.onnx"
     copy.parent.mkdir()
     shutil.copyfile(default_voice_paths()[0], copy)
     first = split_voice(default_voice_paths()[0], cache)
+    assert first.acoustic.parent.parent == cache and first.context_frames == joe_split[1].context_frames
     second = split_voice(copy, cache, config_path=default_voice_paths()[1])
     assert first.acoustic.parent != second.acoustic.parent
     assert cached_split(default_voice_paths()[0], cache) == first and cached_split(copy, cache) == second

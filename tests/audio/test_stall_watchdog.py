@@ -2,7 +2,11 @@
 
 These tests pin what the watchdog must and must not treat as a stall: steady frames, a consumer slower than the
 timeout, a stopped mic, a cancelled consumer; and that a relaxed delivery is asked of a replaced mic too. The
-sources are in-memory test doubles of the AudioSource port; the real device path is tests/hil/test_recovery.py."""
+sources are in-memory test doubles of the AudioSource port; the real device path is tests/hil/test_recovery.py.
+
+Every test runs on virtual time (toy_runtime/testing/virtual_time.py): the loop's clock moves only when every task
+waits, so a busy machine cannot stretch a pause between two frames into a "stall", and the watchdog's timeout is
+asserted exactly."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import pytest
 
 from toy_runtime.audio.recovery import RecoveryEvent, ReopeningSource
 from toy_runtime.ports.audio import AudioFrame
+from toy_runtime.testing.virtual_time import virtual_time
 
 STALL_S = 0.2
 
@@ -102,11 +107,12 @@ async def until(condition, what: str = "", timeout_s: float = 5.0) -> float:
     return loop.time() - since
 
 
+@virtual_time
 async def test_steady_frames_are_never_taken_for_a_stall():
-    rig = Rig(stall_s=0.5)  # long enough that a loaded machine's pause between two frames fed here is not one
+    rig = Rig()
     await rig.mic.start()
     got, consumer = rig.consume()
-    for _ in range(100):  # frames every 10 ms for twice the stall timeout
+    for _ in range(100):  # frames every 10 ms for five stall timeouts
         rig.current.feed()
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
@@ -116,13 +122,14 @@ async def test_steady_frames_are_never_taken_for_a_stall():
     assert [int.from_bytes(f.pcm[:2], "little") for f in got] == list(range(100))
 
 
+@virtual_time
 async def test_a_mic_that_goes_silent_is_reported_stalled_and_replaced():
     rig = Rig()
     await rig.mic.start()
     got, consumer = rig.consume()
     rig.current.feed(3)
     noticed_after = await until(lambda: len(rig.sources) >= 2, "the stall was never noticed")
-    assert noticed_after >= STALL_S
+    assert noticed_after == pytest.approx(STALL_S, abs=0.01)  # one timeout after the last frame, not sooner or later
     lost = [e for e in rig.events if e.kind == "lost"]
     assert [e.code for e in lost] == ["device-stalled"]
     assert rig.sources[0].closed and rig.current.started
@@ -134,6 +141,7 @@ async def test_a_mic_that_goes_silent_is_reported_stalled_and_replaced():
     assert len(got) == 5 and not consumer.cancelled()
 
 
+@virtual_time
 async def test_a_consumer_slower_than_the_timeout_is_not_a_stall():
     """The timeout is for the wait on the device: time the consumer spends elsewhere between frames is not counted
     (the consumer takes two timeouts over each frame, then waits a quarter of one for the next)."""
@@ -153,6 +161,7 @@ async def test_a_consumer_slower_than_the_timeout_is_not_a_stall():
     assert rig.events == [] and len(rig.sources) == 1
 
 
+@virtual_time
 async def test_no_stall_while_stopped_and_the_watchdog_is_back_after_start():
     rig = Rig()
     await rig.mic.start()
@@ -173,6 +182,7 @@ async def test_no_stall_while_stopped_and_the_watchdog_is_back_after_start():
     await asyncio.wait_for(consumer, 2)
 
 
+@virtual_time
 async def test_cancelling_the_consumer_is_a_cancellation_not_a_stall():
     rig = Rig()
     await rig.mic.start()
@@ -194,6 +204,7 @@ async def test_cancelling_the_consumer_is_a_cancellation_not_a_stall():
     assert [int.from_bytes(f.pcm[:2], "little") for f in got + again] == [0, 1, 2]
 
 
+@virtual_time
 async def test_a_relaxed_delivery_is_asked_of_the_replacement_too():
     rig = Rig()
     await rig.mic.start()

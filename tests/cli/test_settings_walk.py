@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import types
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -23,6 +22,7 @@ from annotated_types import Ge, Gt, Le, Lt, MinLen
 from pydantic import BaseModel
 
 from toy_runtime.config import Settings
+from toy_runtime.testing.cli_forks import ForkedCli
 
 
 @dataclass
@@ -113,16 +113,24 @@ def bad_case(path: tuple[str, ...], info: Any, tmp: Path) -> Case:
     return Case(key, toml=toml_line(path, '{ not = "this" }'), names=names)
 
 
-def run_check(case: Case, tmp: Path) -> subprocess.CompletedProcess:
+def check_args_and_env(case: Case, tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """`config check` (with the case's profile, if any) and a clean environment with the case's variables."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
     environ["TOY_STATE_DIR"] = str(tmp / "state")
     environ.update(case.env)
-    args = [sys.executable, "-m", "toy_runtime", "config", "check"]
+    args = ["config", "check"]
     if case.toml:
         profile = tmp / f"{case.key}.toml"
         profile.write_text(case.toml)
         args += ["--config", str(profile)]
-    return subprocess.run(args, capture_output=True, text=True, env=environ, timeout=120)
+    return args, environ
+
+
+def run_check(case: Case, tmp: Path) -> subprocess.CompletedProcess:
+    """The real command, as a user starts it."""
+    args, environ = check_args_and_env(case, tmp)
+    return subprocess.run([sys.executable, "-m", "toy_runtime", *args], capture_output=True, text=True, env=environ,
+                          timeout=120)
 
 
 def test_every_field_with_a_bad_value_is_one_line_naming_it_and_exit_2(tmp_path):
@@ -135,8 +143,14 @@ def test_every_field_with_a_bad_value_is_one_line_naming_it_and_exit_2(tmp_path)
     good = run_check(Case("(none)"), tmp_path)
     assert good.returncode == 0 and good.stderr == "", good.stderr  # so each exit 2 below is the bad value's doing
 
-    with ThreadPoolExecutor(max_workers=3) as pool:  # ~1 s of interpreter start-up each; 2 shared cores
-        results = list(pool.map(lambda c: run_check(c, tmp_path), cases))
+    # each case a process of its own, forked from one interpreter that imported the CLI once: ~1 s of start-up
+    # each (81 s for the walk under load) would test the interpreter, not the settings
+    with ForkedCli() as cli:
+        results = [cli.run(*args, env=environ) for args, environ in (check_args_and_env(c, tmp_path) for c in cases)]
+    for case, forked in list(zip(cases, results))[::25]:  # a fork says what the spawned command says
+        spawned = run_check(case, tmp_path)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (spawned.returncode, spawned.stdout,
+                                                                     spawned.stderr), case.key
     problems = []
     for case, proc in zip(cases, results):
         lines = proc.stderr.splitlines()

@@ -194,7 +194,7 @@ class BatchRun:
                           source=request.source.value, proposed=dict(request.arguments or {}),
                           arguments_error=request.arguments_error)
         if self._dispatched_at is None:
-            self._dispatched_at = time.perf_counter()
+            self._dispatched_at = self._loop.time()  # deadlines on the loop's clock, the one its timeouts use
         slot = _Slot(len(self.slots), request, definition, self._loop.create_future(), self._loop.create_future(),
                      detected_at=detected_at if detected_at is not None else time.perf_counter())
         if confirmed is not None:
@@ -207,7 +207,7 @@ class BatchRun:
     def close(self) -> None:
         """No more requests will join this batch."""
         if self._closed_at is None:
-            self._closed_at = time.perf_counter()
+            self._closed_at = self._loop.time()
         if self._dispatched_at is None:
             self._dispatched_at = self._closed_at
         self._closed.set()
@@ -372,7 +372,7 @@ class BatchRun:
         # the close, so a long reply never uses it up; the batch deadline still bounds the whole wait.
         await self._closed.wait()
         siblings = [o.done for o in self.slots if o is not slot and not o.definition.terminal]
-        remaining = (self._closed_at or time.perf_counter()) + self.kernel.terminal_barrier_s - time.perf_counter()
+        remaining = (self._closed_at or self._loop.time()) + self.kernel.terminal_barrier_s - self._loop.time()
         if siblings and remaining > 0:
             await asyncio.wait(siblings, timeout=remaining)
 
@@ -393,7 +393,7 @@ class BatchRun:
         """Seconds left of the batch deadline; the full deadline while nothing has been dispatched yet."""
         if self._dispatched_at is None:
             return self.kernel.batch_deadline_s
-        return self.kernel.batch_deadline_s - (time.perf_counter() - self._dispatched_at)
+        return self.kernel.batch_deadline_s - (self._loop.time() - self._dispatched_at)
 
     @staticmethod
     def _resolved_or_none(slot: _Slot) -> ResolvedArguments | None:

@@ -91,13 +91,36 @@ def _loads_models(func: Callable[..., Any], depth: int = 2, seen: set[int] | Non
     return False
 
 
+def _fixture_functions(item: pytest.Item) -> Iterator[Callable[..., Any]]:
+    """The functions of every fixture the test reaches (its closure, at any scope: a module fixture that loads a
+    voice counts like the test's own code)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            yield fixturedef.func
+
+
+def _uses_models(item: pytest.Item, known: dict[Any, bool]) -> bool:
+    """Whether the test, or a fixture it uses, loads a model or spawns the CLI (`known`: fixtures already read)."""
+    function = getattr(item, "function", None)
+    if function is not None and _loads_models(function):
+        return True
+    for func in _fixture_functions(item):
+        if func not in known:  # a session fixture is shared by hundreds of tests: read it once
+            known[func] = _loads_models(func)
+        if known[func]:
+            return True
+    return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Add each service's marker to the tests that use it (by fixture, or by spawning the CLI / loading a model)."""
+    """Add each service's marker to the tests that use it (by fixture, or by spawning the CLI / loading a model in
+    the test or in any fixture it uses)."""
+    known: dict[Any, bool] = {}
     for item in items:
         own = {m.name for m in item.iter_markers()}
         wanted = {FIXTURE_MARKERS[f] for f in getattr(item, "fixturenames", ()) if f in FIXTURE_MARKERS}
-        function = getattr(item, "function", None)
-        if "models" not in own and function is not None and _loads_models(function):
+        if "models" not in own and _uses_models(item, known):
             wanted.add("models")
         for name in sorted(wanted - own):
             item.add_marker(getattr(pytest.mark, name))
