@@ -37,15 +37,26 @@ def turn_with(text: str) -> str:
     }})()"""
 
 
+def start_chat_console(tmp_path, llm: ScriptedLLMServer, port: int) -> subprocess.Popen:
+    """`toy-runtime chat --web` on `port` against the scripted model, returned once its console serves."""
+    env = runtime_env(tmp_path, TOY_LLM__BASE_URL=llm.url)
+    proc = start(["chat", "--web", f"127.0.0.1:{port}"], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: audit_records(tmp_path / "audit.jsonl", "console.started"), 60, "the console", proc)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc
+
+
 async def test_chat_turns_arrive_live_and_the_controls_steer_the_runtime(tmp_path):
     port = free_port()
     audit = tmp_path / "audit.jsonl"
     with ScriptedLLMServer(default=Reply(text="Hi! I am Pip, your toy friend.")) as llm:
-        env = runtime_env(tmp_path, TOY_LLM__BASE_URL=llm.url)
-        proc = start(["chat", "--web", f"127.0.0.1:{port}"], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE)
+        proc = start_chat_console(tmp_path, llm, port)
         try:
-            wait_for(lambda: audit_records(audit, "console.started"), 60, "the console", proc)
             async with HeadlessChromium.launch(tmp_path / "profile") as browser:
                 await browser.navigate(f"http://127.0.0.1:{port}/")
                 await browser.wait_for("document.body.dataset.connected === 'true' && "
@@ -159,14 +170,10 @@ async def test_markup_in_what_the_child_said_is_shown_as_text_never_run(tmp_path
     """Everything the runtime heard is untrusted: words that look like HTML reach the page as text. An element
     that ran would set `window.pwned`; none may be created inside the turn card."""
     port = free_port()
-    audit = tmp_path / "audit.jsonl"
     said = "<img src=x onerror=\"window.pwned=1\"> hi <script>window.pwned=2</script>"
     with ScriptedLLMServer(default=Reply(text="Hello there.")) as llm:
-        env = runtime_env(tmp_path, TOY_LLM__BASE_URL=llm.url)
-        proc = start(["chat", "--web", f"127.0.0.1:{port}"], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE)
+        proc = start_chat_console(tmp_path, llm, port)
         try:
-            wait_for(lambda: audit_records(audit, "console.started"), 60, "the console", proc)
             async with HeadlessChromium.launch(tmp_path / "profile") as browser:
                 await browser.navigate(f"http://127.0.0.1:{port}/")
                 await browser.wait_for("document.body.dataset.connected === 'true'")
