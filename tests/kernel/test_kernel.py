@@ -430,3 +430,15 @@ def test_a_failure_shows_a_prompt_its_status_word_only_unless_declared_safe(reco
         {"event": "test.plain", "status": "failed"},
         {"event": "test.declared", "status": "failed", "error": "it is broken"},
     ]
+
+
+async def test_an_event_without_llm_fallback_never_asks_the_event_agent(recorder, context):
+    """Guards `not definition.llm_fallback` in events/resolution.py: an event declared llm_fallback=False (web search,
+    goodbye) must ask the user, never have the EventAgent invent its missing arguments."""
+    a = make_definition("test.alpha", "alpha", recorder.handler("a"), llm_fallback=False)
+    fallback = ScriptedFallback({"test.alpha": {"n": 7}})
+    kernel = kernel_for(a, fallback=fallback)
+    outcome = await kernel.run_batch(batch(req("test.alpha")), context)
+    r = outcome.results[0]
+    assert fallback.calls == [] and recorder.calls == []
+    assert r.status is EventStatus.NEEDS_CLARIFICATION and not r.fallback_used and r.question == "Which number?"
