@@ -144,3 +144,24 @@ async def test_a_server_error_naming_response_format_steps_down_too():
         requests = server.requests
     assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS] and agent.form == "json_object"
     assert forms(requests) == ["named", "required", "json_schema", "json_object", "json_object"]
+
+
+async def test_the_event_agent_sees_only_the_last_two_history_messages():
+    """Guards the history slice in EventAgent.build_request (`HISTORY_SLICE`): the EventAgent gets the schema and
+    the last user/assistant pair only — older turns must not reach it (cost, and stale values it could copy)."""
+    history = [{"role": "user", "content": "set it to 80 earlier"}, {"role": "assistant", "content": "Done, 80."},
+               {"role": "user", "content": "what is the volume?"}, {"role": "assistant", "content": "It is 40."}]
+    context = ResolveContext(utterance=CONTEXT.utterance, request_time=CONTEXT.request_time, timezone="UTC",
+                             history=history)
+    with ScriptedLLMServer(local_server(honours=("named",))) as server:
+        client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+        try:
+            answer = await EventAgent(client, model="scripted-model", max_tokens=60).propose(
+                DEFINITION, None, ("delta",), context)
+        finally:
+            await client.aclose()
+        requests = server.requests
+    assert answer.arguments == ARGUMENTS and len(requests) == 1
+    messages = requests[0]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1:3] == history[2:]
