@@ -45,3 +45,27 @@ async def test_the_follow_up_gets_the_search_summary_not_the_raw_payload(mode, m
     seen = json.dumps(follow["messages"], ensure_ascii=False)
     assert all(f"Dinosaur page {i}" in seen for i in range(SUMMARY_HITS))
     assert f"Dinosaur page {SUMMARY_HITS}" not in seen and TAIL not in seen
+
+
+async def test_a_schedule_confirmation_is_spoken_before_the_follow_up(make_harness):
+    """Guards the order of speech in session/turn.py: the deterministic continuation lines (the schedule's
+    confirmation) are said first, then the grounded follow-up, which may take a second model call."""
+    hit = SearchHit(title="Dinosaur records", url="https://dino.example/records", snippet="Sauroposeidon was tall.")
+    search = StaticSearch(answers={"tallest dinosaur": [hit]})
+    schedule = ("calendar.schedule.create", "add_schedule", {"title": "feed the cat"})
+
+    def answer(request):
+        if is_event_agent(request):
+            return Reply(text="{}")
+        if is_follow_up(request):
+            return Reply(text="I checked: Sauroposeidon was the tallest.")
+        return reply_for("chat_agent_tools", "Let me check.", [SEARCH, schedule])
+
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode="chat_agent_tools", base_url=server.url, search=search)
+        turn = await h.turn("what was the tallest dinosaur? and remind me to feed the cat in 10 minutes")
+        assert server.errors == []
+    kinds = [(s.kind, s.text) for s in turn.speech_items if s.answer == 2]
+    confirmation = next(i for i, (kind, text) in enumerate(kinds) if kind == "continuation" and "feed the cat" in text)
+    follow_up = next(i for i, (kind, _) in enumerate(kinds) if kind == "follow_up")
+    assert confirmation < follow_up, kinds
