@@ -118,7 +118,7 @@ class EventDefinition:
     # Truthfulness (issue 27): `supports` says whether the child's words ask for this action with these arguments;
     # a request the MODEL proposed that is not supported is refused (never run, audited). For disruptive actions
     # only (ending the session, muting): a model must not do them on its own. `claims` says whether one sentence
-    # the toy speaks claims this action ("I've lowered the volume", "Bye!"), so a promise without its event is found.
+    # the toy speaks claims this action ("I've done it", "see you!"), so a promise without its action is found.
     supports: Supports | None = None
     claims: Claims | None = None
 
