@@ -8,6 +8,8 @@ import json
 import pytest
 
 from toy_runtime.events import EventStatus
+from toy_runtime.fakes.device import MemoryMixer
+from toy_runtime.ports.device import MixerError
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 from .conftest import MODES
@@ -69,6 +71,29 @@ async def test_a_claim_no_event_backs_is_audited_and_corrected(mode, words, clai
     assert audit["name"] == SCHEDULE and audit["sentence"] == claim
     assert turn.speech(answer=2) == [correction]  # not left standing
     assert turn.end.llm_calls == 1  # a template, no extra call
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_promise_whose_event_fails_is_corrected_once(mode, llm_server, make_harness):
+    """The words are clear, the gate carries the request out, the mixer fails: the failure line corrects the claim."""
+    llm_server.add(reply(mode, "Okay, I've lowered the volume to ten.", []))
+    h = make_harness(mode=mode, base_url=llm_server.url,
+                     mixer=MemoryMixer(error=MixerError("no_control", "no mixer control"), fail_on={"set_level"}))
+    turn = await h.turn("turn the volume down to ten")
+    assert turn.events[0].status is EventStatus.FAILED
+    assert turn.speech(answer=2) == ["Sorry, I couldn't change the volume."]
+    assert h.audit.of("chat.unbacked_promise") == []  # it was tried: the failure line is its correction
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_promise_the_words_leave_unclear_is_corrected(mode, llm_server, make_harness):
+    """No clear request for the gate ("make it sound nicer"), no event marked, a claim spoken: corrected."""
+    llm_server.add(reply(mode, "I've turned the volume up a little.", []))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("make it sound nicer")
+    assert turn.events == [] and h.mixer.changes == []
+    assert [a["name"] for a in h.audit.of("chat.unbacked_promise")] == [VOLUME]
+    assert turn.speech(answer=2) == ["Sorry, I couldn't change the volume."]
 
 
 @pytest.mark.parametrize("mode", MODES)
