@@ -124,6 +124,8 @@ async def test_an_unasked_terminate_is_refused(mode, llm_server, make_harness):
     assert turn.speech() == ["Okay, volume forty!"]  # nobody asked to leave: no failure line about leaving
     [refused] = h.audit.of("event.refused")
     assert refused["name"] == BYE and refused["reason"] == "not_asked"
+    remembered = " ".join(str(m) for m in h.runner.conversation.messages)
+    assert "terminate" not in remembered  # the refused goodbye is not shown back to the model as done
     joke = await h.turn("tell me a cat joke")  # the session goes on
     assert not joke.end.terminated and len(h.audit.of("event.refused")) == 2
     goodbye = await h.turn("ok bye now, thanks")  # asked: it runs

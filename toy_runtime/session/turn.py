@@ -35,6 +35,7 @@ from ..events import (
     ResolveContext,
     not_run_lines,
 )
+from ..events.definition import NOT_ASKED
 from ..host.envelope import HostEvent
 from ..language import guess_locale
 from ..ports.clock import Clock
@@ -395,6 +396,8 @@ class TurnRunner:
         conv.add("user", text)
         # the turn's events stay in ChatAgent's history in the mode's own form (a block, or calls with a status), so
         # a small model keeps seeing the form it is asked to write (results are never kept)
+        # a request refused as not asked is left out: a small model shown its own unasked goodbye would repeat it
+        results = [r for r in results if r.error_code != NOT_ASKED]
         block = self.chat.history_block([r.name for r in results]) if self.chat is not None else ""
         calls = self.chat.history_calls(results, turn_id) if self.chat is not None else []
         conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block, calls=calls)
