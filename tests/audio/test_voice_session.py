@@ -87,7 +87,9 @@ def test_spoken_turns_answer_first_then_events_then_terminate(sound_card, speak,
             assert all("agent_events" not in line for line in turn["spoken"])
 
             time.sleep(0.5)
-            bye = speak("goodbye")
+            # pocketsphinx hears a synthesized "goodbye" as "bike", and a model's goodbye needs the child's words to
+            # say one (issue 27): "good night" is heard as said
+            bye = speak("good night")
             sound_card.play_to_mic(bye.pcm, bye.sample_rate_hz, pad_ms=100)
             closed = wait_for(lambda: [r for r in audit_records(audit, "voice.session_closed")
                                        if r["reason"] == "terminated"], 40, "the session to close", proc)

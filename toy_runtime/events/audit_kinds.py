@@ -32,6 +32,8 @@ class AuditKind(StrEnum):
     EVENT_ATTEMPT_FAILED = "event.attempt_failed", "one attempt of an event handler failed (retried if transient)"
     EVENT_IDEMPOTENT_REPLAY = "event.idempotent_replay", "an event already done under the same key: result replayed"
     EVENT_RESULT = "event.result", "an event's final result: status, timings, output or error"
+    EVENT_REFUSED = "event.refused", ("an event the model proposed that the child's words do not ask for (an unasked "
+                                      "goodbye or mute): refused, never run")
     EVENT_IGNORED = "event.ignored", ("an event the chat agent proposed where none may run (a follow-up round, or an "
                                       "example of the prompt read back)")
     BATCH_COMPLETED = "batch.completed", "a turn's events all finished: their names and the batch's timings"
@@ -62,6 +64,8 @@ class AuditKind(StrEnum):
     CHAT_PARTIAL_SENTENCE_DROPPED = ("chat.partial_sentence_dropped",
                                      "an unfinished sentence at the end of an aborted stream, not spoken")
     CHAT_TEXT_HIDDEN = "chat.text_hidden", "text the speakable filter hid (JSON, code, instructions) and why"
+    CHAT_UNBACKED_PROMISE = ("chat.unbacked_promise",
+                             "a spoken claim of an action (\"I've set...\", \"Bye!\") with no such event run in the turn")
     CHAT_MARKUP_STRIPPED = "chat.markup_stripped", "counts of markup stripped from a turn's spoken text"
 
     # --- the LLM client ---

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .definition import EventDefinition
+from .definition import NOT_ASKED, EventDefinition
 from .model import EventResult, EventStatus, ResultPolicy
 
 GENERIC_FAILURE_LINE = "Sorry, that didn't work."
@@ -65,6 +65,8 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
         status = result.status
         if status is EventStatus.SKIPPED_DUPLICATE:
             continue
+        if result.error_code == NOT_ASKED:
+            continue  # nobody asked for it: a failure line would be news; a spoken claim of it is corrected by the turn
         if status in (EventStatus.NEEDS_CLARIFICATION, EventStatus.NEEDS_CONFIRMATION):
             if result.question:
                 lines.append(result.question)

@@ -73,6 +73,11 @@ Template = Callable[[Mapping[str, Any], Mapping[str, Any]], str]  # (arguments, 
 # told to the model next to a definition that requires confirmation: its reply comes before the child's yes, so it
 # must not announce the action as done or under way
 CONFIRMATION_NOTE = "It runs only after the child says yes to a question: never say it is done."
+Supports = Callable[[Mapping[str, Any], ResolveContext], bool]  # (resolved arguments, the child's words) -> asked?
+Claims = Callable[[str], bool]  # one sentence the toy speaks -> does it claim this action?
+
+# error_code of a model's request the child's words do not support (`EventDefinition.supports` said no)
+NOT_ASKED = "not_asked"
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,12 @@ class EventDefinition:
     # False: registered (requests for it are still resolved and answered) but left out of the catalog and tools
     # the ChatAgent is shown, so the model is never told it can do this (e.g. web search when none is set up).
     advertised: bool = True
+    # Truthfulness (issue 27): `supports` says whether the child's words ask for this action with these arguments;
+    # a request the MODEL proposed that is not supported is refused (never run, audited). For disruptive actions
+    # only (ending the session, muting): a model must not do them on its own. `claims` says whether one sentence
+    # the toy speaks claims this action ("I've done it", "see you!"), so a promise without its action is found.
+    supports: Supports | None = None
+    claims: Claims | None = None
 
     def __post_init__(self) -> None:
         if not _EVENT_NAME.match(self.name):

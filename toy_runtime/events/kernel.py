@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 from .audit import AuditSink, NullAudit
 from .audit_kinds import AuditKind
 from .continuation import Continuation, aggregate
-from .definition import EventDefinition, EventFailure, ExecutionContext, ResolveContext
+from .definition import NOT_ASKED, EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback
 from .idempotency import IdempotencyStore, canonical_json, idempotency_key
 from .model import (EventBatch, EventRequest, EventResult, EventStatus, EventTimings, ResolutionPath,
@@ -26,6 +26,7 @@ from .resolution import ResolvedArguments, resolve_request
 ResultCallback = Callable[[EventResult], None]
 # asked when a definition that requires confirmation declares no question of its own
 CONFIRMATION_QUESTIONS = {"en": "Are you sure? Say yes or no.", "zh": "确定吗？请说好或者不要。"}
+_MODEL_SOURCES = frozenset({SourceProtocol.TEXT_EVENTS, SourceProtocol.TOOL_CALLS})
 
 
 @dataclass(frozen=True)
@@ -304,6 +305,9 @@ class BatchRun:
             return self._result(slot, EventStatus.NEEDS_CLARIFICATION, resolved, question=resolved.question,
                                 error=f"missing or ambiguous: {', '.join(resolved.missing)}",
                                 error_code="needs_clarification")
+        if slot.confirmed is None and self._unasked(slot, resolved):  # a yes the child gave is its own support
+            return self._result(slot, EventStatus.REJECTED, resolved, error_code=NOT_ASKED,
+                                error="the child's words do not ask for this")
         if definition.requires_confirmation and slot.confirmed is None:
             return self._result(slot, EventStatus.NEEDS_CONFIRMATION, resolved,
                                 question=self._confirmation_question(definition, resolved),
@@ -340,6 +344,22 @@ class BatchRun:
             if result is None:  # cancelled (deadline): waiters get a timed-out view, nothing is remembered
                 result = self._result(slot, EventStatus.TIMED_OUT, resolved, key=key, error_code="cancelled")
             await store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
+
+    def _unasked(self, slot: _Slot, resolved: ResolvedArguments) -> bool:
+        """A model's request its definition says the child's words do not support (audited): it is never run.
+        Only model proposals are checked: the gate acts on the words themselves, a host command has none."""
+        definition, request = slot.definition, slot.request
+        if definition.supports is None or request.source not in _MODEL_SOURCES:
+            return False
+        try:
+            supported = definition.supports(resolved.arguments, self.context)
+        except Exception:  # a broken hook must not let a disruptive action through
+            supported = False
+        if not supported:
+            self.audit.record(AuditKind.EVENT_REFUSED, event_id=request.event_id, name=definition.name,
+                              turn_id=self.turn_id, source=request.source.value, reason=NOT_ASKED,
+                              arguments=dict(resolved.arguments))
+        return not supported
 
     async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:
         """Event id of an earlier same-name request with equivalent normalized arguments, if any.

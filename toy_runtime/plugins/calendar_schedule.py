@@ -18,6 +18,8 @@ from ..events.model import ResultPolicy, Risk
 from ..ports.calendar import CalendarStorageError, CalendarStore, ScheduleRequest
 from .numbers import parse_number
 from .calendar_speech import confirmation, failure_line
+from .claims import claims_reminder
+from .intent import says_repeat
 from .repeats import parse_recurrence, parse_reminder_offset
 from ..language import has_cjk
 from .text import blank_spans, collapse_spaces, wants_chinese
@@ -343,7 +345,9 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext, *,
     text, recurrence, reminder, spans, spoken = _words(utterance, earlier, tz, ctx, dayparts)
     chinese = has_cjk(title_given) or wants_chinese(text, ctx.locale)
     try:
-        if recurrence is None and "recurrence" in given:
+        # a proposed repeat rule stands only when the child said a repeat word, or said nothing (a structured
+        # command): "tomorrow at three" must not become daily, "on Saturday" weekly (issue 27)
+        if recurrence is None and "recurrence" in given and (not utterance or says_repeat(text)):
             recurrence = _recurrence(given["recurrence"])
         if reminder is None and "reminder_minutes" in given:
             reminder = _reminder(given["reminder_minutes"])
@@ -433,4 +437,5 @@ def definition(store: CalendarStore, *, dayparts: DayParts = DEFAULT_DAYPARTS) -
         # offline (or after a failed model call) a clear reminder request is still made; what is said is the
         # resolver's question or, once stored, the confirmation, so the gate speaks nothing of its own before it
         gate_match=gate_match,
+        claims=claims_reminder,
     )

@@ -24,6 +24,8 @@ from ..signals import SignalBus, VolumeSignal
 from .numbers import normalize
 from ..language import has_cjk
 from .text import wants_chinese
+from .claims import claims_volume
+from .intent import asks_for_quiet
 from .volume_words import BadNumber, Said, hear, merge, read_proposal
 
 NAME = "device.volume.adjust"
@@ -157,6 +159,13 @@ def gate_match(ctx: ResolveContext) -> bool:
     return not too_long and parse_utterance(s, ctx).complete
 
 
+def supports(arguments: Mapping[str, Any], ctx: ResolveContext) -> bool:
+    """Silencing the toy (mute, or level 0) needs the child's words to ask for quiet, or to say the 0 themselves;
+    any other change is not disruptive and stands on the resolver's reading."""
+    silencing = arguments.get("mode") == "mute" or (arguments.get("mode") == "absolute" and arguments.get("value") == 0)
+    return not silencing or asks_for_quiet(ctx.utterance) or hear(ctx.utterance, ctx).value == 0
+
+
 def gate_reply(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The templated acknowledgement spoken by the offline gate before the change runs."""
     mode = arguments.get("mode")
@@ -227,5 +236,7 @@ def definition(mixer: Mixer, signals: SignalBus | None = None, *, step: int = DE
         failure_template=failure_line,
         gate_match=gate_match,
         gate_reply=gate_reply,
+        supports=supports,
+        claims=claims_volume,
         tags=frozenset({"builtin", "device"}),
     )

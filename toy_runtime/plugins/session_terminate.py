@@ -9,6 +9,8 @@ from typing import Any, Mapping
 from ..events.definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from ..events.model import ResultPolicy, Risk
 from ..ports.device import SessionControl
+from .claims import claims_farewell
+from .intent import asks_to_leave
 from .text import collapse_spaces
 
 NAME = "session.terminate"
@@ -53,6 +55,11 @@ def gate_match(ctx: ResolveContext) -> bool:
     return bool(_FAREWELL.match(unicodedata.normalize("NFKC", ctx.utterance or "").strip()))
 
 
+def supports(arguments: Mapping[str, Any], ctx: ResolveContext) -> bool:
+    """The model may end the session only when the child said goodbye or asked to stop (en and zh)."""
+    return asks_to_leave(ctx.utterance)
+
+
 def gate_reply(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The farewell the offline gate speaks before ending the session."""
     return "拜拜，下次再聊！" if result.get("locale") == "zh" else "Bye bye! Talk to you soon."
@@ -90,5 +97,7 @@ def definition(session: SessionControl) -> EventDefinition:
         failure_template=failure_line,
         gate_match=gate_match,
         gate_reply=gate_reply,
+        supports=supports,
+        claims=claims_farewell,
         tags=frozenset({"builtin", "session"}),
     )

@@ -13,7 +13,7 @@ utterance; anything else in it ("and tell me a story") leaves the whole utteranc
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from ..agent.llm import LLMFault
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
@@ -131,12 +131,14 @@ class OfflineGate:
         return "gate" if unreachable else "llm"
 
     def step_in(self, context: ResolveContext, run, turn_id: str, say: Say, spoken: list[Speech], *,
-                reason: str) -> bool:
-        """Carry out the clear requests the model's call did not (a fault, or events that could not run).
+                reason: str, said: Collection[str] = ()) -> bool:
+        """Carry out the clear requests the model's call did not (a fault, events that could not run, or an answer
+        that omitted them).
 
         An event the model's stream already dispatched is never added again (and is confirmed only when the child
         heard nothing yet); when the model's own words were spoken, a terminal event's farewell is not said a
-        second time. True when the utterance matched a gate definition.
+        second time, nor a confirmation of what the model's words already claimed (`said`: definition names).
+        True when the utterance matched a gate definition.
         """
         replied = any(s.kind != "holding" for s in spoken)
         answer = 2 if replied else 1
@@ -150,11 +152,16 @@ class OfflineGate:
                 run.add(self._request(step, turn_id))
             elif replied:
                 continue  # the model asked for it and said so
-            if replied and definition.terminal:
-                continue  # the model already spoke; a second goodbye would only repeat it
+            if replied and (definition.terminal or definition.name in said):
+                continue  # the model already spoke (a goodbye, "I've lowered the volume"); saying it again repeats it
             if (line := self._reply(step, context)) is not None:
                 say(Speech(answer, line, kind="gate"))
         return bool(steps)
+
+    def omitted(self, context: ResolveContext, run) -> bool:
+        """The words are a clear request the model's answer did not mark (`step_in` would add an event)."""
+        dispatched = {slot.definition.name for slot in run.slots}
+        return any(step.definition.name not in dispatched for step in self.plan(context))
 
     def confirm_silent(self, results, context: ResolveContext, say: Say, fault_line: str) -> None:
         """The turn said nothing at all (e.g. a bare tool call): confirm what ran, else say the fault line."""

@@ -35,6 +35,7 @@ from ..events import (
     ResolveContext,
     not_run_lines,
 )
+from ..events.definition import NOT_ASKED
 from ..host.envelope import HostEvent
 from ..language import guess_locale
 from ..ports.clock import Clock
@@ -43,6 +44,7 @@ from .conversation import Conversation
 from .gate import OfflineGate
 from .holding import HoldingCues, TurnDeadline, answer_in_time
 from .items import EventOutcome, Speech, TurnEnd, TurnItem
+from .promises import PromiseCheck, claimed
 
 _DONE = object()
 
@@ -175,6 +177,11 @@ class TurnRunner:
                         self.audit.record(AuditKind.TURN_NOT_RUN, turn_id=turn_id, names=unrun)
                         if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
                             path, unrun = "gate", []
+                    # the model answered but did not mark a request the words make clear: it happens anyway, and
+                    # the model's claim of it stays true (issue 27); the model's own path and follow-up stand
+                    elif self.gate.omitted(context, run):
+                        self.gate.step_in(context, run, turn_id, say, spoken, reason="unmarked",
+                                          said=claimed(spoken, self.kernel.registry))
                 except LLMFault as exc:
                     fault = exc.code
                     self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=exc.code,
@@ -199,8 +206,16 @@ class TurnRunner:
         # came through properly (a block and a text call for the same event) did run and needs no correction
         ran = {r.name for r in outcome.results}
         unrun = [n for n in unrun if (d := self.kernel.registry.lookup(n)) is None or d.name not in ran]
-        for line in not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale):
+        corrections = not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale)
+        for line in corrections:
             say(Speech(2, line, kind="correction"))
+        # a claim in the model's words ("I've set a reminder", "Bye!") that no event backs: audited, and corrected
+        # unless a fault or a not-run line already told the child it did not happen
+        promises = PromiseCheck(self.kernel.registry, self.audit)  # this turn's kernel (the console may swap it)
+        unbacked = promises.unbacked(spoken, outcome.results, turn_id)
+        if fault is None and not corrections:
+            for line in promises.corrections(unbacked, context.locale):
+                say(Speech(2, line, kind="correction"))
         second: CallStats | None = None
         if outcome.continuation.needs_llm:
             if self.chat is not None and path in ("llm", "confirmation"):  # a confirmed event's result is worded too
@@ -398,6 +413,8 @@ class TurnRunner:
         conv.add("user", text)
         # the turn's events stay in ChatAgent's history in the mode's own form (a block, or calls with a status), so
         # a small model keeps seeing the form it is asked to write (results are never kept)
+        # a request refused as not asked is left out: a small model shown its own unasked goodbye would repeat it
+        results = [r for r in results if r.error_code != NOT_ASKED]
         block = self.chat.history_block([r.name for r in results]) if self.chat is not None else ""
         calls = self.chat.history_calls(results, turn_id) if self.chat is not None else []
         conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block, calls=calls)

@@ -1,0 +1,42 @@
+"""What the child's words ask for, loosely: a farewell or stop, a mute or quiet, a repeat rule (en and zh).
+
+Looser than the gate's `gate_match` (which must be sure enough to act without a model): these only decide whether a
+disruptive action the MODEL proposed is supported by the words at all ("ok bye, thanks for the story" supports
+ending the session; "volume at forty" does not), and whether a proposed repeat rule may stand.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .numbers import normalize
+
+_FAREWELL = re.compile(
+    r"\b(?:good\s*-?\s*bye|bye|see\s+you|see\s+ya|good\s*night|night\s+night|talk\s+(?:to\s+you\s+)?later"
+    r"|i'?m\s+done|that'?s\s+all|(?:i\s+)?(?:have|need|got)\s+to\s+go|gotta\s+go|i'?m\s+leaving"
+    r"|stop\s+talking|be\s+quiet\s+now|go\s+to\s+sleep|end\s+(?:the\s+|our\s+|this\s+)?(?:chat|conversation|session)"
+    r"|(?:stop|quit)(?:\s+(?:the\s+|our\s+)?(?:chat|conversation|talking|game))?(?:\s+(?:now|please))?[\s!.]*$)"
+    r"|再见|拜拜|晚安|不聊了|不说了|不玩了|我走了|我要走了|先这样|下次再聊|回头聊|结束|睡觉了|别说了")
+_MUTE = re.compile(
+    r"\b(?:un-?)?mute\b|\bsilence\b|\bsilent\b|\bquiet\b|\bshh+\b|\bhush\b|\bno\s+sound\b"
+    r"|\b(?:sound|volume|audio|speaker)\s+(?:off|to\s+(?:zero|0))\b|\b(?:turn|switch)\s+(?:the\s+)?(?:sound|volume|audio)\s+off\b"
+    r"|静音|安静|关掉声音|关闭声音|把声音关|别出声|不要出声|嘘")
+_REPEAT = re.compile(
+    r"\b(?:every|each|daily|weekly|weekdays?|weekends|repeat(?:ing|edly)?|always|everyday|nightly|mornings"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b"
+    r"|每|天天|重复|工作日|周末")
+
+
+def asks_to_leave(text: str) -> bool:
+    """The words say goodbye or ask to stop ("bye bye", "I have to go", "再见", "不聊了")."""
+    return bool(_FAREWELL.search(normalize(text or "")))
+
+
+def asks_for_quiet(text: str) -> bool:
+    """The words ask for silence ("mute", "be quiet", "sound off", "静音", "安静")."""
+    return bool(_MUTE.search(normalize(text or "")))
+
+
+def says_repeat(text: str) -> bool:
+    """The words hold a repeat word ("every", "daily", "on Saturdays", "每天", "重复"): a repeat rule may stand."""
+    return bool(_REPEAT.search(normalize(text or "")))
