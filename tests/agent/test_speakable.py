@@ -325,7 +325,7 @@ _MARKUP = st.sampled_from(["<b>", "</i>", "<img src=x onerror=alert(1)>", "&lt;i
                            "<script>alert(2)</script>", "<style>p {}</style>", "<!-- x -->", "&#60;u&#62;", "||", "|"])
 
 
-@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_WORDS, st.data())
 def test_the_words_around_html_are_all_spoken(words, data):
     parts = [f"{word} {data.draw(_MARKUP)} " if data.draw(st.booleans()) else f"{word} " for word in words]

@@ -160,6 +160,7 @@ async def test_a_slow_first_token_gets_one_holding_cue_before_the_answer(mode, l
     assert turn.speech_items[0].text not in json.dumps(h.runner.conversation.messages)
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_a_fast_answer_gets_no_holding_cue(llm_server, make_harness):
     llm_server.add(answer("dual_agent", "what is a whale"))
     h = make_harness(mode="dual_agent", base_url=llm_server.url)
@@ -192,6 +193,7 @@ async def test_holding_cues_vary_and_are_deterministic_under_a_seed():
     assert first.pick("zh") in ("甲", "乙") and first.pick("ko") in ("a", "b", "c")
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 @pytest.mark.parametrize("utterance", ["bye", "what is a whale"])
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_turn_deadline_ends_in_the_gate_or_the_fault_line(mode, utterance, llm_server, make_harness):

@@ -94,6 +94,7 @@ async def test_a_compound_cut_after_the_model_dispatched_one_action_runs_the_oth
 # -- the model stalls before its first token ---------------------------------------------------------------
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 @pytest.mark.parametrize("utterance", list(COMPOUNDS))
 @pytest.mark.parametrize("mode", MODES)
 async def test_under_a_stall_the_gate_acts_after_the_first_token_budget(mode, utterance, llm_server, make_harness):
@@ -113,6 +114,7 @@ async def test_under_a_stall_the_gate_acts_after_the_first_token_budget(mode, ut
     assert llm_server.errors == []
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(llm_server, make_harness):
     """The default budget (1.5 s) acts long before the default first-token timeout (15 s) would give up."""
     llm_server.add(Reply(fault="stall"))
@@ -123,6 +125,7 @@ async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(llm_serve
     assert_carried_out(h, turn, "mute and bye")
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_no_holding_cue_before_the_gates_lines(llm_server, make_harness):
     """While the gate may still answer, the holding cue waits: the child hears "Okay, muting now", not "Hmm, let me
     think" first (the cue is due long before the budget here)."""
@@ -134,6 +137,7 @@ async def test_no_holding_cue_before_the_gates_lines(llm_server, make_harness):
     assert_carried_out(h, turn, "mute and bye")
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_a_question_under_a_stall_is_not_answered_by_the_gate(llm_server, make_harness):
     """Only a request that is entirely clear device actions and goodbye skips the model: anything else still waits
     for the model's first token (here: until its timeout, then the fault line)."""

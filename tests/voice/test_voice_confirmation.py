@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 
 from tests.conversation.test_confirmation import NAME, QUESTION, Drawings
@@ -12,6 +14,7 @@ from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from .test_voice_loop import Rig, closed_reasons, until, utterance
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_a_question_left_unanswered_until_the_session_closes_never_runs(tmp_path):
     drawings = Drawings()
     with ScriptedLLMServer([Reply(text=f"Hmm, let me check.<agent_events>{NAME}</agent_events>"),

@@ -92,6 +92,7 @@ class Rig:
         await self.runtime.aclose()
 
 
+@pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 async def test_mute_and_bye_to_a_stalled_model_mutes_says_so_and_closes_the_session(tmp_path):
     """Issue 34 §2: the model sends its headers and then nothing. Past `gate_first_token_s` the gate mutes, the
     child hears its two lines played out, and the session closes as terminated — not after the turn deadline, and
