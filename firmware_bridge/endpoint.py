@@ -323,7 +323,14 @@ class MqttEndpoint:
     def _track(self, info: Any) -> None:
         """Remember an in-flight QoS 1 publish (lock held); forget the acknowledged ones."""
         self._unacked.append(info)
-        while self._unacked and self._unacked[0].is_published():
+        while self._unacked:
+            try:
+                if not self._unacked[0].is_published():
+                    break
+            except (RuntimeError, ValueError):
+                # never handed over: the connection dropped between our check and paho's (paho raises for it).
+                # Nothing is in flight to wait for; the retained state is published again on the next connect.
+                pass
             self._unacked.popleft()
 
     async def __aenter__(self) -> "MqttEndpoint":

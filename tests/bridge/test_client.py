@@ -343,3 +343,29 @@ async def test_inbox_drops_oldest_when_consumer_is_slow(runtime: BridgeClient, f
 def test_payloads_on_the_wire_are_compact_json() -> None:
     raw = p.encode(p.StateMessage(state="idle"))
     assert json.loads(raw).keys() == {"v", "state", "ts"}  # None fields are left out
+
+
+def test_a_publish_the_dropping_connection_refused_is_not_waited_for_and_raises_nothing():
+    """Seen in a full run: `stop()` published `offline` just as the broker link dropped; paho's `is_published()`
+    raised "not currently connected" out of the endpoint's bookkeeping and failed the stop."""
+    from collections import deque
+    from types import SimpleNamespace
+
+    from firmware_bridge.endpoint import MqttEndpoint
+
+    class Info:
+        def __init__(self, published: bool | None) -> None:
+            self.published = published  # None: paho refused it (rc = no connection)
+
+        def is_published(self) -> bool:
+            if self.published is None:
+                raise RuntimeError("Message publish failed: The client is not currently connected.")
+            return self.published
+
+    endpoint = SimpleNamespace(_unacked=deque())
+    MqttEndpoint._track(endpoint, Info(None))
+    assert list(endpoint._unacked) == []
+    waiting = Info(False)
+    MqttEndpoint._track(endpoint, Info(True))
+    MqttEndpoint._track(endpoint, waiting)
+    assert list(endpoint._unacked) == [waiting]
