@@ -82,6 +82,9 @@ class AgentConfig(Section):
     """ChatAgent behaviour shared by both invocation modes."""
 
     tool_invocation_mode: Literal["dual_agent", "chat_agent_tools"] = "dual_agent"
+    tools_reply_first: bool = Field(
+        False, description="chat_agent_tools: tell the model to say its short reply before it calls tools (the "
+        "design's first-answer order); off by default, measured on a real model in docs/benchmarks.md")
     persona: str = DEFAULT_PERSONA
     history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
     fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"

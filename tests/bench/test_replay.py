@@ -63,6 +63,7 @@ async def test_oracle_replay_scores_perfect_event_selection_in_both_modes():
     assert tools["accuracy"]["argument_accuracy"]["value"] == 1.0
     # content_first oracle: visible text always precedes the native tool calls
     assert tools["direct_mode"]["content_after_first_tool_call"]["value"] == 0.0
+    assert tools["direct_mode"]["reply_before_first_event"]["value"] == 1.0
     # ordinary turns cost exactly one ChatAgent call in both modes
     for group in summary["groups"].values():
         assert group["calls"]["ordinary_turns_one_call"]["value"] == 1.0
@@ -122,6 +123,8 @@ async def test_suppressed_visible_content_is_reported_as_direct_mode_behaviour()
     assert direct["event_turns"] == 3  # en-02: three event turns, one ordinary
     assert direct["no_visible_content"] == {"value": 1.0, "num": 3, "den": 3}
     assert direct["content_after_first_tool_call"]["value"] == 1.0
+    # nothing was said before the actions settled: the design's first-answer order failed on every event turn
+    assert direct["reply_before_first_event"] == {"value": 0.0, "num": 0, "den": 3}
 
 
 def test_metric_definitions_count_false_positives_and_misses():

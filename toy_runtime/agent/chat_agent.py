@@ -84,7 +84,8 @@ class ChatAgent:
     """Builds ChatAgent requests and streams replies in the configured invocation mode."""
 
     def __init__(self, client: ChatClient, registry: EventRegistry, *, mode: Mode, model: str, persona: str,
-                 sampling: Sampling, audit: AuditSink, first_clause_min_chars: int = 12) -> None:
+                 sampling: Sampling, audit: AuditSink, first_clause_min_chars: int = 12,
+                 tools_reply_first: bool = False) -> None:
         self.client = client
         self.registry = registry
         self.mode = mode
@@ -93,6 +94,7 @@ class ChatAgent:
         self.sampling = sampling
         self.audit = audit
         self.first_clause_min_chars = first_clause_min_chars
+        self.tools_reply_first = tools_reply_first
         self.speakable_rules = speakable_rules(registry, persona)
 
     # -- prompts ------------------------------------------------------------------------------------
@@ -101,7 +103,8 @@ class ChatAgent:
         """Persona, plus the mode's event instruction when events are enabled."""
         messages = [{"role": "system", "content": self.persona}]
         if events and len(self.registry):
-            instruction = catalog_instruction(self.registry) if self.mode == "dual_agent" else tools_instruction()
+            instruction = (catalog_instruction(self.registry) if self.mode == "dual_agent"
+                           else tools_instruction(reply_first=self.tools_reply_first))
             messages.append({"role": "system", "content": instruction})
         return messages
 
@@ -264,6 +267,7 @@ def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRule
     # the catalog without its examples: an example's reply is natural speech a model may rightly say; the examples
     # are recognised only in their labelled form
     instructions = [catalog_instruction(registry, examples=False), EXAMPLES_HEADER, tools_instruction(),
+                    tools_instruction(reply_first=True),
                     FOLLOW_UP_TOOL_NOTE, results_message([])]
     examples = [(child, reply) for child, reply, _ in example_lines(registry)]
     return SpeakableRules(names, [persona, *instructions] if persona else instructions, examples)

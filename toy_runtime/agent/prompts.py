@@ -66,16 +66,19 @@ def catalog_instruction(definitions: Iterable[EventDefinition], *, examples: boo
     return text + f"\n{EXAMPLES_HEADER}\n" + "\n".join(f'Child: "{c}" You: {r}{b}' for c, r, b in shown)
 
 
-def tools_instruction() -> str:
+def tools_instruction(*, reply_first: bool = False) -> str:
     """chat_agent_tools: the minimal instruction that goes with native tool schemas.
 
-    It names when to call and leaves the order free: the earlier "first say your short natural reply, then call
-    the needed tools" made a 0.5B model speak instead of calling (1 of 6 direct probes called, 11 of 12 without it).
+    By default it names when to call and leaves the order free: the earlier "first say your short natural reply, then
+    call the needed tools" made a 0.5B model speak instead of calling (1 of 6 direct probes called, 11 of 12 without
+    it). `reply_first` ([agent] tools_reply_first) asks for the design's order, reply then calls; docs/benchmarks.md
+    has both measured on the 1.5B model.
     """
+    order = "first say your short natural reply to the child, then " if reply_first else ""
     return (
         "When the child asks for something one of the tools does (a goodbye too, if a tool ends the conversation), "
-        "call the matching tools, several if needed, with the arguments you can tell from the request. Keep your "
-        "words to the child short."
+        f"{order}call the matching tools, several if needed, with the arguments you can tell from the request. Keep "
+        "your words to the child short."
     )
 
 

@@ -214,7 +214,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
         chat_agent = ChatAgent(chat_client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,
                                persona=settings.agent.persona,
                                sampling=Sampling(llm.temperature, llm.top_p, llm.max_tokens), audit=audit,
-                               first_clause_min_chars=settings.agent.first_clause_min_chars)
+                               first_clause_min_chars=settings.agent.first_clause_min_chars,
+                               tools_reply_first=settings.agent.tools_reply_first)
         event_agent = EventAgent(chat_client, model=llm.event_model or llm.model, max_tokens=llm.event_max_tokens)
 
     kernel = EventKernel(registry, audit=audit, fallback=event_agent, idempotency=idempotency,

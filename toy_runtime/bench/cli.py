@@ -81,6 +81,8 @@ def add_modes_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--no-prompt-count", action="store_true",
                    help="never replay a first call to have the server count its prompt (a paid endpoint "
                         "without streamed usage; the estimate is reported instead)")
+    p.add_argument("--tools-reply-first", action="store_true",
+                   help="chat_agent_tools: ask the model to reply before it calls tools ([agent] tools_reply_first)")
     p.add_argument("--turn-timeout", type=float, default=90.0, help="harness limit for one turn, seconds")
     g = p.add_argument_group("scripted oracle timing (with --scripted)")
     g.add_argument("--zero-delay", action="store_true", help="no simulated latency at all")
@@ -176,7 +178,8 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
                          turn_timeout_s=args.turn_timeout, read_timeout_s=args.read_timeout,
                          first_token_timeout_s=args.first_token_timeout, cold_prefix=not args.warm_only,
                          count_prompt_tokens=not args.no_prompt_count,
-                         temperature=args.temperature, max_tokens=args.max_tokens)
+                         temperature=args.temperature, max_tokens=args.max_tokens,
+                         tools_reply_first=args.tools_reply_first)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:

@@ -237,6 +237,7 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
     tool_timed = [r for r in event_rows if r.get("first_tool_call_ms") is not None]
     after_tool = sum(1 for r in tool_timed if r.get("first_content_ms") is None
                      or r["first_content_ms"] > r["first_tool_call_ms"])
+    ordered = [r["reply_before_first_event"] for r in ok_rows if r.get("reply_before_first_event") is not None]
 
     latency_by_event: dict[str, list[float]] = defaultdict(list)
     for e in events:
@@ -332,6 +333,7 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
             "event_turns": len(event_rows),
             "no_visible_content": rate(no_content, len(event_rows)),
             "content_after_first_tool_call": (rate(after_tool, len(tool_timed)) if tool_timed else None),
+            "reply_before_first_event": rate(sum(ordered), len(ordered)) if ordered else None,
             "ttft_ordinary_vs_event_turns_ms": [dist((r["metrics"].get("first_answer") or {}).get("ttft_ms")
                                                      for r in plain_rows)["median"],
                                                 dist((r["metrics"].get("first_answer") or {}).get("ttft_ms")

@@ -80,6 +80,7 @@ class BenchConfig:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
+    tools_reply_first: bool = False  # chat_agent_tools: the instruction asks for the reply before the calls
 
     def __post_init__(self) -> None:
         unknown = set(self.modes) - set(MODES) or set(self.conditions) - set(CONDITIONS)
@@ -127,7 +128,8 @@ def settings_for(config: BenchConfig, mode: str, condition: str, state_dir: str)
     enabled = CONDITIONS[condition]
     return with_updates(settings, llm=llm,
                         # the harness's own turn timeout bounds a bench turn, not the runtime's turn deadline
-                        agent={"tool_invocation_mode": mode, "turn_deadline_s": config.turn_timeout_s},
+                        agent={"tool_invocation_mode": mode, "turn_deadline_s": config.turn_timeout_s,
+                               "tools_reply_first": config.tools_reply_first},
                         events={"enabled": list(enabled) if enabled is not None else None},
                         session={"timezone": config.timezone}, audit={"enabled": False})
 
@@ -305,6 +307,7 @@ def evaluate_turn(items: list[Any], expected: list[ExpectedEvent], *, runtime, a
 
     first_answer_at = next((s.at for s in speeches if s.answer == 1), None)
     search_done_at = next((o.at for o in outcomes if o.result.name == SEARCH), None)
+    first_outcome_at = min((o.at for o in outcomes), default=None)
     visible = " ".join(s.text for s in speeches)
     rules = runtime.chat_agent.speakable_rules if runtime.chat_agent else speakable_rules(runtime.registry)
     leaks = speech_leaks(visible, rules)  # the guard's own detector on what was actually spoken
@@ -326,6 +329,9 @@ def evaluate_turn(items: list[Any], expected: list[ExpectedEvent], *, runtime, a
         # the design requires the first answer not to wait for search; None when the turn had no search result
         "first_answer_before_search": (None if search_done_at is None
                                        else first_answer_at is not None and first_answer_at < search_done_at),
+        # the design's first-answer order, as the child meets it: was a reply spoken before the first action settled?
+        "reply_before_first_event": (None if first_outcome_at is None
+                                     else first_answer_at is not None and first_answer_at < first_outcome_at),
         # direct-mode behaviour: did visible content come at all, and after the first tool-call delta?
         "first_content_ms": first.get("ttft_ms"),
         "first_tool_call_ms": first.get("first_tool_call_ms"),

@@ -165,6 +165,8 @@ def markdown(summary: Mapping[str, Any]) -> str:
                     ("content after first tool-call delta",
                      lambda x: _rate(x["direct_mode"]["content_after_first_tool_call"])
                      if x["direct_mode"]["content_after_first_tool_call"] else "n/a (no tool calls)"),
+                    ("reply spoken before the first event settled",
+                     lambda x: _rate(x["direct_mode"].get("reply_before_first_event"))),
                     ("TTFT median: no-event turns → event turns", lambda x: " → ".join(
                         "–" if v is None else f"{v:.0f}" for v in x["direct_mode"]["ttft_ordinary_vs_event_turns_ms"])),
                 ]), ""]

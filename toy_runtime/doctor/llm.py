@@ -41,7 +41,8 @@ def probe_agent(settings: Settings, client: Any) -> Any:
     llm = settings.llm
     return ChatAgent(client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,
                      persona=settings.agent.persona, sampling=Sampling(llm.temperature, llm.top_p, PROBE_MAX_TOKENS),
-                     audit=NullAudit(), first_clause_min_chars=settings.agent.first_clause_min_chars)
+                     audit=NullAudit(), first_clause_min_chars=settings.agent.first_clause_min_chars,
+                     tools_reply_first=settings.agent.tools_reply_first)
 
 
 def _failure(fault: Any, settings: Settings, prompt: str) -> Verdict:
