@@ -43,7 +43,26 @@ CASES = {
     "rule and quote": ("Hello there.\n---\n> A quote here.", ["Hello there.", "A quote here."], {"markdown"}, []),
     "link keeps its text": ("See [the zoo page](https://zoo.example/a_(b)) today.", ["See the zoo page today."],
                             {"markdown", "link_url"}, []),
-    "inline code": ("Say `print(1)` twice.", ["Say twice."], {"code"}, []),
+    # issue 27: a sentence that code cut is broken; none of it is spoken
+    "inline code": ("Say `print(1)` twice. Okay!", ["Okay!"], {"code", "tool_talk"}, []),
+    "backticked tool name": ("Sure, I'll call `adjust_device_volume` now. Have fun!", ["Have fun!"],
+                             {"code", "tool_talk"}, []),
+    "backticked name starts the sentence": ("`web_search` can find it for you. Ask me!", ["Ask me!"],
+                                            {"code", "tool_talk"}, []),
+    "call parameters read aloud": ('Okay! I can use the function with the mode set to "relative" and a value of -5. '
+                                   "There you go.", ["Okay!", "There you go."], {"tool_talk"}, []),
+    "a parameter with a quoted value": ("I set it with mode 'absolute' and level 30. Yay!", ["Yay!"],
+                                        {"tool_talk"}, []),
+    "a snake_case parameter": ("The start_at is tomorrow. See you!", ["See you!"], {"tool_talk"}, []),
+    "dangling fragment before json": ('Okay! Here is the JSON object for the {"name": "adjust_device_volume", '
+                                      '"arguments": {"mode": "absolute", "value": 30}} Done!', ["Okay!", "Done!"],
+                                      {"json", "tool_talk"}, [VOLUME_CALL]),
+    "dangling fragment before a fence": ('Sure! To do that, I will ```json\n{"name": "adjust_device_volume", '
+                                         '"arguments": {"mode": "absolute", "value": 30}}\n``` All set.',
+                                         ["Sure!", "All set."], {"code", "tool_talk"}, [VOLUME_CALL]),
+    "a sentence going on after a call": ('Okay, turning it up {"name": "adjust_device_volume", "arguments": '
+                                         '{"mode": "absolute", "value": 30}} now, okay? Yes!', ["Yes!"],
+                                         {"json", "tool_talk"}, [VOLUME_CALL]),
     "emoji": ("Great job! 🎉🦖 You did it 👍🏽.", ["Great job!", "You did it."], {"emoji"}, []),
     "hermes tool call": ("Okay, turning it up!" + HERMES, ["Okay, turning it up!"], {"tool_call"}, [VOLUME_CALL]),
     "bare json call": ('Sure! {"name": "adjust_device_volume", "arguments": {"mode": "absolute", "value": 30}} Done.',
@@ -173,7 +192,7 @@ def test_a_reply_like_a_catalog_example_is_speech_but_the_labelled_example_is_an
 
 
 def test_detector_says_what_and_why():
-    findings = detect("**Hi** 🎉 " + HERMES + " device.volume.adjust is on.", RULES)
+    findings = detect("**Hi!** 🎉 " + HERMES + " Now device.volume.adjust is on.", RULES)
     kinds = [(f.kind, f.reason) for f in findings]
     assert ("markdown", "markdown formatting") in kinds
     assert ("emoji", "emoji") in kinds

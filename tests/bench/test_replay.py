@@ -201,8 +201,8 @@ def test_the_leak_metric_uses_the_guards_detector():
 
     rules = speakable_rules(default_registry(memory_ports()))
     assert speech_leaks("Okay, all done.", rules) == []
-    kinds = speech_leaks('**Okay** 🎉 {"name": "adjust_device_volume", "arguments": {}} <agent_events>x'
-                         "</agent_events> device.volume.adjust", rules)
+    kinds = speech_leaks('**Okay!** 🎉 {"name": "adjust_device_volume", "arguments": {}} <agent_events>x'
+                         "</agent_events> Now device.volume.adjust", rules)
     assert {"markdown", "emoji", "json", "event_block", "name"} <= set(kinds)
     record = {"mode": "dual_agent", "condition": "enabled", "repeat": 0, "conversation": "c", "category": "x",
               "expected": [], "detected": [], "events": [],

@@ -195,3 +195,28 @@ async def test_a_flood_of_html_is_one_audit_record_and_no_words(llm_server, make
     assert h.audit.of("chat.text_hidden") == []  # never one record per element
     [stripped] = h.audit.of("chat.markup_stripped")
     assert stripped["counts"] == {"script": 50, "tag": 250}
+
+
+# Issue 27: how Qwen2.5-Coder-1.5B talked about its tools on the project's dataset. Each reply below must reach the
+# child as its plain sentences only; the broken or call-reading sentences are audited, never spoken.
+TOOL_TALK = {
+    "backticked tool name": ("Sure, I'll call `adjust_device_volume` now. Have fun!", ["Have fun!"]),
+    "call parameters": ('Okay! I can use the function with the mode set to "relative" and a value of -5. '
+                        "There you go.", ["Okay!", "There you go."]),
+    "dangling fragment": ("Okay! Here is the JSON object for the " + CALL_JSON + " Done!", ["Okay!", "Done!"]),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", TOOL_TALK)
+async def test_tool_talk_is_dropped_whole_in_both_modes(mode, case, llm_server, make_harness):
+    text, spoken = TOOL_TALK[case]
+    llm_server.add(Reply(text=text, chunk_size=3))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    turn = await h.turn("tell me a joke")
+    assert turn.speech(answer=1) == spoken
+    spoken_is_clean(h, turn)
+    for word in ("function", "relative", "JSON", "call", "for the"):
+        assert word not in " ".join(turn.speech())
+    talk = [r for r in h.audit.of("chat.text_hidden") if r["hidden"] == "tool_talk"]
+    assert talk and all(r["reason"].startswith("talk about a tool call") for r in talk)

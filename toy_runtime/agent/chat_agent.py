@@ -270,7 +270,10 @@ def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRule
                     tools_instruction(reply_first=True),
                     FOLLOW_UP_TOOL_NOTE, results_message([])]
     examples = [(child, reply) for child, reply, _ in example_lines(registry)]
-    return SpeakableRules(names, [persona, *instructions] if persona else instructions, examples)
+    properties = [prop for d in registry for prop in (d.schema.get("properties") or {}).items()]
+    return SpeakableRules(names, [persona, *instructions] if persona else instructions, examples,
+                          parameters=[name for name, _ in properties],
+                          values=[str(v) for _, spec in properties for v in (spec.get("enum") or ())])
 
 
 def _short(text: str, limit: int = 500) -> str:

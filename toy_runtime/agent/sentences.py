@@ -85,6 +85,11 @@ class SpeechSplitter:
                 segments.append(segment)
                 self._emitted = True
 
+    def discard(self) -> str:
+        """Drop the buffered text (a sentence that will not be spoken) and return it; the answer goes on."""
+        text, self._buf, self._pos = self._buf, "", 0
+        return text
+
     def flush(self) -> list[str]:
         """End of the answer: return the rest (if speakable) and reset for the next answer."""
         segment = _clean(self._buf)

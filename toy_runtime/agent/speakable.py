@@ -42,6 +42,7 @@ REASONS = {
     "catalog": "a line of the event catalog",
     "instruction": "instruction text read back",
     "partial_sentence": "a sentence cut by the token limit",
+    "tool_talk": "talk about a tool call: its parameters, or a sentence cut by code",
 }
 MIN_ECHO_WORDS = 5  # a segment this long found word for word in the prompts is an echo, not an answer
 _WORDS = re.compile(r"\w+")
@@ -64,6 +65,20 @@ _DOMAINS = frozenset({"com", "org", "net", "edu", "gov", "io", "co", "uk", "cn",
 # what follows is the answer.
 _CHILD_LABEL = re.compile(r"\s*Child\s*[:：]")
 _YOU_LABEL = re.compile(r"(?:^|(?<=\s)|(?<=[\"”]))You\s*[:：]\s*")
+
+
+# Words only the machinery uses. Together with a parameter of a registered schema or one of its enum values they make
+# a sentence that reads a call aloud ("use the function with the mode set to "relative" and a value of -5"); "tool"
+# alone is a child's word (a hammer is a tool), so only "the tool" / "tool call" count.
+_MACHINERY = re.compile(r"\b(?:functions?|parameters?|arguments?|json|api|tool[ -]?calls?|(?:the|this|that|a) tool)\b"
+                        r"|函数|参数|工具调用", re.IGNORECASE)
+_QUOTE_OPEN = "\"'“‘`"
+# where a sentence cut by a hidden block continues: it starts lower case or with a comma-like mark
+_CONTINUES = re.compile(r"\s*(?:[a-z]|[,;:)\]，；：])")
+_SENTENCE_STOP = re.compile(r"[.!?。！？]+[\"'”’)\]]*(?=\s|\Z)|[。！？]")
+# hidden items that can sit inside a sentence and leave a broken one around them (an event block is the protocol's
+# own end of a reply and a reasoning block is no part of the answer: neither cuts a sentence)
+_CUTTING = frozenset({"code", "json", "tool_call"})
 
 
 def _identifier(match: re.Match[str]) -> bool:
@@ -94,7 +109,8 @@ class SpeakableRules:
     """What only the runtime knows: event/tool names and the prompt text. Built once per agent, shared by guards."""
 
     def __init__(self, names: Iterable[str] = (), instructions: Iterable[str] = (),
-                 examples: Iterable[tuple[str, str]] = ()) -> None:
+                 examples: Iterable[tuple[str, str]] = (), parameters: Iterable[str] = (),
+                 values: Iterable[str] = ()) -> None:
         # a name without a separator ("search") cannot be told from an ordinary word, so only dotted, snake- or
         # kebab-case names are removed (every built-in name and tool name is one of those)
         unique = sorted({n for n in names if n and any(sep in n for sep in "._-")}, key=len, reverse=True)
@@ -114,6 +130,29 @@ class SpeakableRules:
             child, reply = _normalized(_as_spoken(child)), _normalized(_as_spoken(reply))
             self._fragments |= {f"child {child}", f"you {reply}", f"child {child} you {reply}"}
         self._corpus = " " + " ".join(_normalized(text) for text in texts) + " "
+        # the schemas' parameter names and enum values: a sentence that reads them out with the machinery's words,
+        # a parameter next to a quoted value (`mode "relative"`, `query: "cats"`) or a snake_case parameter
+        # (`start_at`) is a call read aloud
+        params = sorted({p for p in parameters if p}, key=len, reverse=True)
+        enums = sorted({v for v in values if v and len(v) > 2}, key=len, reverse=True)
+        words = "|".join(re.escape(w) for w in params + enums)
+        self._schema_word = re.compile(rf"(?<![\w])(?:{words})(?![\w])", re.IGNORECASE) if words else None
+        quoted = "|".join(re.escape(p) for p in params)
+        self._quoted_parameter = (re.compile(
+            rf"(?<![\w])(?:{quoted})\s*(?:(?:is\s+)?set\s+to|=|:|of|as)?\s*[{_QUOTE_OPEN}]", re.IGNORECASE)
+            if quoted else None)
+        snake = "|".join(re.escape(p) for p in params if "_" in p)
+        self._snake_parameter = re.compile(rf"(?<![\w])(?:{snake})(?![\w])", re.IGNORECASE) if snake else None
+
+    def tool_talk(self, segment: str) -> bool:
+        """Whether the sentence reads a tool call aloud: its parameters or values in the machinery's words."""
+        if self._schema_word is None:
+            return False
+        if self._snake_parameter is not None and self._snake_parameter.search(segment):
+            return True
+        if self._quoted_parameter is not None and self._quoted_parameter.search(segment):
+            return True
+        return bool(_MACHINERY.search(segment) and self._schema_word.search(segment))
 
     def check(self, segment: str) -> tuple[str, list[Hidden], bool]:
         """(the segment with names removed, or '' when it must not be spoken at all; what was removed; whether a
@@ -148,13 +187,15 @@ class SpeakableRules:
             mentioned = mentioned or ("identifier" if any(not m.group(1) for m in invented) else "")
             segment = _IDENTIFIER.sub(lambda m: "" if _identifier(m) else m.group(), segment)
         if not hidden:
-            return segment, [], False
+            return ("", [Hidden("tool_talk", segment)], False) if self.tool_talk(segment) else (segment, [], False)
         text = _tidy(segment)
         if mentioned and any(ch.isalnum() for ch in text):
             # a sentence that names the machinery talks about it ('To change the volume, use adjust_device_volume
             # with mode…', 'Now device.volume.adjust is done.'): without the name it is a broken sentence, so none
             # of it is spoken (the turn's outcome is said by the runtime, never left silent)
             return "", [Hidden(mentioned, original)], open_call
+        if self.tool_talk(text):  # what is left after the names still reads a call aloud
+            return "", [*hidden, Hidden("tool_talk", text)], open_call
         return (text if any(ch.isalnum() for ch in text) else ""), hidden, open_call
 
 
@@ -168,6 +209,8 @@ class SpeakableGuard:
                  first_clause_min_chars_cjk: int = 6) -> None:
         self.rules = rules
         self._open_call = False
+        # a hidden item cut the sentence: "inline" drops the rest of it, "block" drops it if the text goes on
+        self._drop_rest: str | None = None
         self._markup = MarkupFilter()
         self._splitter = SpeechSplitter(first_clause_min_chars=first_clause_min_chars,
                                         first_clause_min_chars_cjk=first_clause_min_chars_cjk)
@@ -191,11 +234,47 @@ class SpeakableGuard:
         out: list[str | Hidden] = []
         for item in items:
             if isinstance(item, Text):
-                for segment in self._splitter.feed(item.text):
+                text = item.text
+                if self._drop_rest is not None:
+                    text = self._rest_of_sentence(text, out)
+                for segment in self._splitter.feed(text):
                     out.extend(self._segment(segment))
             else:
+                if item.kind in _CUTTING:
+                    self._cut_by(item, out)
                 out.append(item)
         return out
+
+    def _cut_by(self, item: Hidden, out: list[str | Hidden]) -> None:
+        """Code or a call inside a sentence leaves a broken sentence around it ("Here is the JSON object for the",
+        "Sure, I'll call `adjust_device_volume` now."): the unfinished part before it is never spoken, nor the rest
+        up to the sentence's end — after an inline code span always, after a block when the text goes on
+        mid-sentence (lower case, a comma)."""
+        pending = self._splitter.pending
+        if any(ch.isalnum() for ch in pending) and not ends_sentence(pending):
+            out.append(Hidden("tool_talk", self._splitter.discard()))
+            self._drop_rest = "block"
+        if item.kind == "code" and not item.raw.startswith("```") and "\n" not in item.raw:
+            self._drop_rest = "inline"  # also at a sentence's start: "`web_search` finds it." is no sentence
+
+    def _rest_of_sentence(self, text: str, out: list[str | Hidden]) -> str:
+        """Drop text up to the end of the sentence a hidden item cut; return what follows it."""
+        if self._drop_rest == "block":
+            if not text.strip():
+                return text
+            if not _CONTINUES.match(text):
+                self._drop_rest = None  # a new sentence starts after the block
+                return text
+            self._drop_rest = "inline"
+        stop = _SENTENCE_STOP.search(text)
+        if stop is None:
+            if text.strip():
+                out.append(Hidden("tool_talk", text))
+            return ""
+        if text[: stop.end()].strip():
+            out.append(Hidden("tool_talk", text[: stop.end()]))
+        self._drop_rest = None
+        return text[stop.end():]
 
     def _segment(self, segment: str) -> list[str | Hidden]:
         segment = _tidy(segment)
