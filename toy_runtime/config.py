@@ -87,8 +87,13 @@ class AgentConfig(Section):
         "design's first-answer order); off by default, measured on a real model in docs/benchmarks.md")
     persona: str = DEFAULT_PERSONA
     history_turns: int = Field(6, ge=0, le=50, description="visible user/assistant exchanges kept in context")
-    fault_line: str = "Oops, my thoughts got tangled. Can you say that again?"
-    offline_line: str = "I can't think right now, but I can still change my volume or say goodbye."
+    fault_line: str = Field("Oops, my thoughts got tangled. Can you say that again?",
+                            description="said when the model's answer failed (English turns)")
+    fault_line_zh: str = Field("哎呀，我刚才想乱了。你能再说一遍吗？", description="fault_line for Chinese turns")
+    offline_line: str = Field("I can't think right now, but I can still change my volume or say goodbye.",
+                              description="said when no model is reachable and the words are no clear request")
+    offline_line_zh: str = Field("我现在没法思考，不过我还能调音量，也能说再见。",
+                                 description="offline_line for Chinese turns")
     gate_shortcut: bool = Field(False, description="answer clear volume/stop/goodbye/reminder requests without the LLM")
     first_clause_min_chars: int = Field(12, ge=1, description="first speech segment may be cut at a comma after this")
     holding_cue_after_s: float = Field(
@@ -105,6 +110,14 @@ class AgentConfig(Section):
     confirmation_timeout_s: float = Field(
         30.0, gt=0, description="an event that asked for the child's yes is dropped unrun when the answer comes "
         "later than this (session/confirmation.py)")
+
+    def fault_line_for(self, locale: str) -> str:
+        """The fault line in the child's language ('zh' or 'en')."""
+        return self.fault_line_zh if locale == "zh" else self.fault_line
+
+    def offline_line_for(self, locale: str) -> str:
+        """The offline line in the child's language ('zh' or 'en')."""
+        return self.offline_line_zh if locale == "zh" else self.offline_line
 
 
 class EventsConfig(Section):

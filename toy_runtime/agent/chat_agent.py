@@ -23,6 +23,7 @@ from .prompts import (
     EXAMPLES_HEADER,
     OPEN,
     FOLLOW_UP_TOOL_NOTE,
+    LANGUAGE_NOTES,
     catalog_instruction,
     example_lines,
     reads_back_an_example,
@@ -268,7 +269,7 @@ def speakable_rules(registry: EventRegistry, persona: str = "") -> SpeakableRule
     # are recognised only in their labelled form
     instructions = [catalog_instruction(registry, examples=False), EXAMPLES_HEADER, tools_instruction(),
                     tools_instruction(reply_first=True),
-                    FOLLOW_UP_TOOL_NOTE, results_message([])]
+                    FOLLOW_UP_TOOL_NOTE, results_message([]), *LANGUAGE_NOTES.values()]
     examples = [(child, reply) for child, reply, _ in example_lines(registry)]
     properties = [prop for d in registry for prop in (d.schema.get("properties") or {}).items()]
     return SpeakableRules(names, [persona, *instructions] if persona else instructions, examples,

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
 from ..agent.event_agent import EventAgent
 from ..agent.llm import CallStats, LLMFault
-from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, results_message
+from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, language_note, results_message
 from ..agent.speakable import NO_RULES, speakable
 from ..config import AgentConfig
 from ..events import (
@@ -166,7 +166,7 @@ class TurnRunner:
                     or self._asks_for_unoffered(context)):
                 path = "gate"
                 first = None
-                self.gate.answer(context, run, turn_id, say, self.config.offline_line)
+                self.gate.answer(context, run, turn_id, say, self.config.offline_line_for(context.locale))
             else:
                 try:
                     if await self._model_or_gate(first, text, turn_id, run, record, say, spoken, context,
@@ -187,8 +187,8 @@ class TurnRunner:
                     self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=exc.code,
                                       message=exc.message)
                     path = self.gate.after_fault(exc, context, run, turn_id, say, spoken,
-                                                 fault_line=self.config.fault_line,
-                                                 offline_line=self.config.offline_line)
+                                                 fault_line=self.config.fault_line_for(context.locale),
+                                                 offline_line=self.config.offline_line_for(context.locale))
         except asyncio.CancelledError:
             run.abort()  # a discarded turn never runs events that have not started
             raise
@@ -222,11 +222,11 @@ class TurnRunner:
                 second = CallStats(purpose="follow_up")
                 await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
             else:
-                say(Speech(2, self.config.offline_line, kind="offline"))
+                say(Speech(2, self.config.offline_line_for(context.locale), kind="offline"))
         if path == "confirmation":  # a confirmed event that ran unannounced is said to be done
             self.confirmations.say_done(outcome.results, spoken, say, context.locale)
         if not any(s.kind != "holding" for s in spoken):  # never a silent turn
-            self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line)
+            self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line_for(context.locale))
         terminated = outcome.continuation.terminate
         self.confirmations.note(outcome.results, turn_id, self.clock.monotonic())
         if terminated:
@@ -308,7 +308,9 @@ class TurnRunner:
 
     async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
         chat = self.chat
-        messages = chat.system_messages(events=True) + self.conversation.messages + [{"role": "user", "content": text}]
+        # the language note right before the child's words: close to the end, where a small model follows it
+        messages = chat.system_messages(events=True) + self.conversation.messages + [
+            {"role": "system", "content": language_note(guess_locale(text))}, {"role": "user", "content": text}]
         async for item in chat.stream(stats, messages, record, turn_id=turn_id, allow_events=True,
                                       tools=chat.tools(events=True)):
             if isinstance(item, Segment):
@@ -345,6 +347,7 @@ class TurnRunner:
                                                                                         first_answer)
             messages.append({"role": "system", "content": FOLLOW_UP_TOOL_NOTE})
             tools, tool_choice = chat.tools(events=True), "none"
+        messages.insert(len(messages) - 1, {"role": "system", "content": language_note(guess_locale(text))})
         follow_record = ReplyRecord()
         first_segment = True
         try:
@@ -361,7 +364,7 @@ class TurnRunner:
         except LLMFault as exc:
             self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
             if first_segment:
-                say(Speech(2, self.config.fault_line, kind="fault"))
+                say(Speech(2, self.config.fault_line_for(guess_locale(text)), kind="fault"))
         self.audit.record(AuditKind.TURN_FOLLOW_UP, turn_id=turn_id, compact=compact,
                           raw=[r.result for r in follow])  # raw payloads stay in the audit only
 
