@@ -35,9 +35,9 @@ class BatchOutcome:
 
     results: tuple[EventResult, ...]
     continuation: Continuation
-    dropped: tuple[str, ...] = ()  # unknown names that were never executed
-    elapsed_ms: float = 0.0
-    dispatch_delays_ms: tuple[float, ...] = ()  # per result: detection → processing started
+    dropped: tuple[str, ...]  # unknown names that were never executed
+    elapsed_ms: float
+    dispatch_delays_ms: tuple[float, ...]  # per result: detection → processing started
 
 
 @dataclass
