@@ -11,8 +11,10 @@ then left out for the rest of the process (one warning in the log).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Sequence
@@ -201,10 +203,12 @@ class ChatClient:
 
                 self._openai = openai
                 read = max(self._read_timeout_s, self._first_token_timeout_s)  # a backstop: see the class doc
+                tls = await asyncio.to_thread(tls_context)  # the first one reads the CA bundle: off the loop too
                 self._client = openai.AsyncOpenAI(
                     base_url=self.base_url,
                     api_key=self._api_key,
                     max_retries=0,
+                    http_client=openai.DefaultAsyncHttpxClient(verify=tls),
                     timeout=httpx.Timeout(connect=self._connect_timeout_s, read=read, write=read,
                                           pool=self._connect_timeout_s),
                 )
@@ -375,6 +379,17 @@ class ChatClient:
     def _fault(stats: CallStats, code: str, message: str) -> LLMFault:
         stats.fault = code
         return LLMFault(code, message)
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context per process, as httpx would build it (SSL_CERT_FILE / SSL_CERT_DIR, else certifi's bundle).
+
+    Building one reads and parses the whole CA bundle (~30 ms of CPU here, more on a Pi); the SDK's default client
+    builds a new one per client, on the event loop, even for a plain-http local server."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _import_sdk() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import select
+import selectors
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -243,6 +244,34 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     owner: Any  # the ScriptedLLMServer that holds the script and the records
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._wake_r, self._wake_w = socket.socketpair()
+
+    def serve_until_stopped(self) -> None:
+        """`serve_forever` without its poll: `stop_serving()` wakes the loop at once. (`serve_forever`'s shutdown
+        waits up to a poll interval, 25 ms on average at 0.05 s; the suite starts and stops ~300 servers.)"""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                ready = {key.fileobj for key, _ in selector.select()}
+                if self._wake_r in ready:
+                    return
+                self._handle_request_noblock()
+
+    def stop_serving(self) -> None:
+        """Make `serve_until_stopped` return (call `server_close` after its thread ended)."""
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_r.close()
+        self._wake_w.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-response is routine here (timeouts, fault tests): no traceback spam.

@@ -192,7 +192,7 @@ class ScriptedLLMServer:
         server.owner = self
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-llm", daemon=True
+            target=server.serve_until_stopped, name="scripted-llm", daemon=True
         )
         self._thread.start()
         return self
@@ -203,7 +203,9 @@ class ScriptedLLMServer:
         if server is None:
             return
         self._stopping.set()
-        server.shutdown()
+        server.stop_serving()
+        if self._thread is not None:
+            self._thread.join(timeout=5)  # the accept loop has ended: no new handler starts
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
@@ -212,8 +214,6 @@ class ScriptedLLMServer:
             except OSError:
                 pass
         server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def _track(self, conn: socket.socket, *, add: bool) -> None:
         with self._lock:
