@@ -154,7 +154,7 @@ class BatchRun:
     """One batch in flight. Created by `EventKernel.open_batch`."""
 
     def __init__(self, kernel: EventKernel, session_id: str, turn_id: str, context: ResolveContext,
-                 on_result: ResultCallback | None, *, use_fallback: bool = True) -> None:
+                 on_result: ResultCallback | None, *, use_fallback: bool) -> None:
         self.kernel = kernel
         self.fallback = kernel.fallback if use_fallback else None
         self.session_id = session_id
