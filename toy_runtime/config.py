@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, V
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
+from .config_profiles import LLMProfile, ProfileDefaults
 from .config_values import check_url as _check_url, literal_from_text
 from .system_zone import system_timezone
 
@@ -54,6 +55,10 @@ class LLMConfig(Section):
 
     base_url: str | None = Field(None, description="None → offline: only the deterministic gate answers")
     api_key: SecretStr | None = Field(None, description="from the environment only (OPENAI_API_KEY)")
+    profile: LLMProfile = Field(
+        "hosted", description="the limits that fit the model: hosted (an API: first token 15 s, answer 30 s, "
+        "events 10 s) or local (a CPU model: first token 90 s, between chunks 15 s, answer 120 s, events 60 s); "
+        "a limit set on its own key wins (config_profiles.py, docs/local-models.md)")
     model: str = "gpt-4o-mini"
     event_model: str | None = Field(None, description="cheaper model for EventAgent fallback; default = model")
     temperature: float = Field(0.6, ge=0, le=2)
@@ -63,8 +68,9 @@ class LLMConfig(Section):
     connect_timeout_s: float = Field(3.0, gt=0)
     first_token_timeout_s: float = Field(
         15.0, gt=0, description="longest wait from the request to the first streamed token; a local CPU model "
-        "spends it in prompt prefill (5-15 ms per token on 2 x86 cores, slower on a Pi: ~460 tokens in dual_agent, "
-        "~1,400 in chat_agent_tools), so measure a cold first token and allow about twice it (docs/local-models.md)")
+        "spends it in prompt prefill (30-80 ms per token measured on 2 shared x86 cores, slower on a Pi: ~460 tokens "
+        "in dual_agent, ~1,400 in chat_agent_tools), so use profile = \"local\" or measure a cold first token with "
+        "`doctor` and allow about twice it (docs/local-models.md)")
     read_timeout_s: float = Field(8.0, gt=0, description="longest silence between stream chunks after the first")
     gate_first_token_s: float = Field(
         1.5, gt=0, description="when the child's words are nothing but clear device requests and goodbye (\"mute and "
@@ -429,7 +435,9 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _DictSource(settings_cls, cls._toml_data))
+        toml = _DictSource(settings_cls, cls._toml_data)
+        # the profile's defaults sit below everything the owner writes: a key set anywhere wins over the profile
+        return (init_settings, env_settings, toml, ProfileDefaults(settings_cls, (init_settings, env_settings, toml)))
 
     # -- derived paths ------------------------------------------------------------------------------
 

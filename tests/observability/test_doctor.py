@@ -168,6 +168,7 @@ async def test_no_first_token_in_time_names_the_timeout_setting(make_settings) -
     llm = results["llm"]
     assert llm.status == "FAIL" and "first_token_timeout_s = 0.3 s" in llm.detail, llm
     assert "first_token_timeout_s" in llm.fix and "prompt tokens, estimated" in llm.detail
+    assert 'profile = "local"' in llm.fix  # one key sets every limit a CPU model needs
 
 
 async def test_llm_on_a_closed_port_fails(make_settings) -> None:

@@ -68,6 +68,8 @@ def add_modes_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--timezone", default=DEFAULT_TIMEZONE, help="session time zone")
     p.add_argument("--temperature", type=float, help="sampling temperature (same for both modes)")
     p.add_argument("--max-tokens", type=int, help="ChatAgent output budget (same for both modes)")
+    p.add_argument("--llm-profile", choices=["hosted", "local"], default=None,
+                   help="the runtime's [llm] profile: its limits apply unless a flag below sets one (default hosted)")
     p.add_argument("--first-token-timeout", type=float, default=None, metavar="S",
                    help="seconds to the first token before a fault (default: the runtime's [llm] "
                         "first_token_timeout_s, so a wait the child would hear shows up as a fault)")
@@ -160,7 +162,7 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
     from .metrics import load_prices, summarize
     from .modes import BenchConfig, run_bench
     from .oracle import Oracle, start_oracle_server
-    from ..config import LLMConfig
+    from ..config import load_settings
     from .report import first_call_prompt, write_report
 
     server = oracle = None
@@ -179,7 +181,7 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
                          first_token_timeout_s=args.first_token_timeout, cold_prefix=not args.warm_only,
                          count_prompt_tokens=not args.no_prompt_count,
                          temperature=args.temperature, max_tokens=args.max_tokens,
-                         tools_reply_first=args.tools_reply_first)
+                         tools_reply_first=args.tools_reply_first, llm_profile=args.llm_profile)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -194,13 +196,16 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
     finally:
         if server is not None:
             await asyncio.to_thread(server.close)
+    limits = load_settings(env={}, **({"llm": {"profile": args.llm_profile}} if args.llm_profile else {}))
     meta: dict[str, Any] = {
         "endpoint": "scripted oracle (in-process)" if args.scripted else base_url,
         "dataset": dataset.path, "conversations": len(dataset.conversations), "turns": dataset.turn_count,
         "repeat": args.repeat, "concurrency": args.concurrency, "request_time": request_time.isoformat(),
         "timezone": args.timezone, "wall_s": round(time.perf_counter() - started, 1),
-        "first_token_timeout_s": args.first_token_timeout or LLMConfig().first_token_timeout_s,
-        "read_timeout_s": args.read_timeout or LLMConfig().read_timeout_s,
+        "llm_profile": args.llm_profile or "hosted",
+        "first_token_timeout_s": args.first_token_timeout or limits.llm.first_token_timeout_s,
+        "read_timeout_s": args.read_timeout or limits.llm.read_timeout_s,
+        "batch_deadline_s": limits.events.batch_deadline_s,
         "cold_prefix": not args.warm_only,
     }
     if pacing is not None:

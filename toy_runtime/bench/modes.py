@@ -74,6 +74,7 @@ class BenchConfig:
     turn_timeout_s: float = 90.0
     read_timeout_s: float | None = None  # None: the runtime's [llm] defaults, the ones a child would live with
     first_token_timeout_s: float | None = None
+    llm_profile: str | None = None  # [llm] profile; None: hosted, the runtime's default
     connect_timeout_s: float | None = None
     cold_prefix: bool = True  # a unique first line per conversation: its first call cannot hit a cached prefix
     count_prompt_tokens: bool = True  # replay a turn's first call (max_tokens 1) when the stream carried no usage
@@ -120,6 +121,8 @@ def settings_for(config: BenchConfig, mode: str, condition: str, state_dir: str)
     env = {"TOY_STATE_DIR": state_dir}
     if config.api_key:
         env["OPENAI_API_KEY"] = config.api_key  # secrets come only from the environment
+    if config.llm_profile:
+        env["TOY_LLM__PROFILE"] = config.llm_profile
     settings = load_settings(env=env)
     llm = {"base_url": config.base_url, "model": config.model, "event_model": config.event_model,
            "read_timeout_s": config.read_timeout_s, "first_token_timeout_s": config.first_token_timeout_s,

@@ -59,6 +59,8 @@ def add_turn_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=["dual_agent", "chat_agent_tools"], help="tool invocation mode")
     parser.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible endpoint (default: offline)")
     parser.add_argument("--llm-model", metavar="MODEL", help="model name sent to the endpoint ([llm] model)")
+    parser.add_argument("--llm-profile", choices=["hosted", "local"],
+                        help="limits that fit the model: local for a CPU model ([llm] profile, docs/local-models.md)")
     parser.add_argument("--volume-backend", choices=["memory", "alsa"],
                         help="where volume changes go: memory (no hardware) or the ALSA mixer")
     parser.add_argument("--mqtt-url", metavar="URL", help="firmware broker: mqtt://HOST:PORT or mqtts://HOST:PORT")
@@ -76,7 +78,9 @@ def settings_for(args: argparse.Namespace) -> Settings:
 
 
 def _load_with_flags(args: argparse.Namespace) -> Settings:
-    settings = load_settings(getattr(args, "config", None))
+    # the profile is chosen where settings are built: it sets defaults under every key the owner wrote
+    profile = getattr(args, "llm_profile", None)
+    settings = load_settings(getattr(args, "config", None), **({"llm": {"profile": profile}} if profile else {}))
     updates: dict[str, dict[str, Any]] = {}
     if getattr(args, "mode", None):
         updates.setdefault("agent", {})["tool_invocation_mode"] = args.mode

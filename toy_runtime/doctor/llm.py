@@ -45,6 +45,13 @@ def probe_agent(settings: Settings, client: Any) -> Any:
                      tools_reply_first=settings.agent.tools_reply_first)
 
 
+def _local_hint(settings: Settings) -> str:
+    """The one-line fix for a CPU model on the hosted limits: its profile sets all four limits at once."""
+    if settings.llm.profile == "local":
+        return ""
+    return "set [llm] profile = \"local\" (first token 90 s, answer 120 s, events 60 s), or "
+
+
 def _failure(fault: Any, settings: Settings, prompt: str) -> Verdict:
     llm = settings.llm
     code, message = fault.code, fault.message
@@ -54,8 +61,9 @@ def _failure(fault: Any, settings: Settings, prompt: str) -> Verdict:
     if code == "first_token_timeout":
         return fail(f"{llm.base_url} sent no first token within first_token_timeout_s = "
                     f"{llm.first_token_timeout_s:g} s for a turn's prompt ({prompt})",
-                    "a local CPU model spends this in prompt prefill (see docs/local-models.md): raise "
-                    "[llm] first_token_timeout_s, or use a smaller model; check the server's log")
+                    "a local CPU model spends this in prompt prefill (see docs/local-models.md): "
+                    + _local_hint(settings) + "raise [llm] first_token_timeout_s, or use a smaller model; check "
+                    "the server's log")
     if code == "timeout":
         return fail(f"{llm.base_url} stopped answering (connect {llm.connect_timeout_s:g} s, between chunks "
                     f"{llm.read_timeout_s:g} s)", "the server stalled mid-answer: check its log, or raise "
@@ -119,8 +127,8 @@ async def check_llm(settings: Settings) -> Verdict:
                     "; ".join(FIELD_FIXES[name][1] for name in rejected))
     if ttft is not None and ttft > NEAR_TIMEOUT * llm.first_token_timeout_s * 1000:
         return warn(f"{what}: close to first_token_timeout_s = {llm.first_token_timeout_s:g} s",
-                    "a longer prompt (history, a slower moment) will time out: raise [llm] first_token_timeout_s "
-                    "or use a smaller model (docs/local-models.md)")
+                    "a longer prompt (history, a slower moment) will time out: " + _local_hint(settings)
+                    + "raise [llm] first_token_timeout_s or use a smaller model (docs/local-models.md)")
     if ttft is not None and ttft > SLOW_TTFT_MS:
         return warn(f"{what}: every spoken answer waits this long",
                     "use a closer or faster endpoint, or a smaller model; with a local server, keep the prompt "
