@@ -165,3 +165,47 @@ async def test_the_event_agent_sees_only_the_last_two_history_messages():
     messages = requests[0]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[1:3] == history[2:]
+
+
+async def test_the_event_agent_streams_so_an_abandoned_call_stops_the_server():
+    """A local server stops generating when a stream's reader goes away, but finishes a plain request whose caller
+    left (llama-cpp-python): a fallback call abandoned at the batch deadline kept the one-slot server busy into the
+    child's next turn (issue 27). So the call is a stream, and giving up on it closes it."""
+    import asyncio
+    import threading
+
+    release = threading.Event()
+    try:
+        async with ScriptedLLMServer(default=Reply(text="{}", fault="stall", release=release)) as server:
+            client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=30,
+                                first_token_timeout_s=30)
+            agent = EventAgent(client, model="scripted-model", max_tokens=60)
+            call = asyncio.create_task(agent.propose(DEFINITION, None, ("delta",), CONTEXT), name="fallback-call")
+            while not server.requests:  # the request reached the server, which now holds its answer
+                await asyncio.sleep(0.01)
+            call.cancel()  # the batch deadline
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await client.aclose()
+            for _ in range(500):  # event-driven: the server notices the closed connection within its 50 ms poll
+                if server.abandoned:
+                    break
+                await asyncio.sleep(0.02)
+            assert server.requests[0]["stream"] is True
+            assert server.abandoned == 1
+    finally:
+        release.set()
+
+
+async def test_a_tool_call_streamed_in_pieces_is_put_back_together():
+    def answer(request: dict[str, Any]) -> Reply:
+        return Reply(tool_calls=[(DEFINITION.tool_name, json.dumps(ARGUMENTS))], args_chunk_size=3)
+
+    async with ScriptedLLMServer(answer) as server:
+        client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+        try:
+            answer_ = await EventAgent(client, model="scripted-model", max_tokens=60).propose(
+                DEFINITION, None, ("delta",), CONTEXT)
+        finally:
+            await client.aclose()
+    assert answer_.arguments == ARGUMENTS and answer_.error is None

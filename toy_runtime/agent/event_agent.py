@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from typing import Any, Literal, Mapping
 
 from ..events import EventDefinition, FallbackAnswer, ResolveContext
-from .llm import CallStats, ChatClient, LLMFault
+from .llm import CallStats, ChatClient, Collected, LLMFault
 from .tool_calls import parse_arguments
 
 HISTORY_SLICE = 2  # the last user/assistant messages before the current utterance
@@ -124,7 +124,7 @@ class EventAgent:
             self._record(stats, turn_id)
             request = self.build_request(definition, proposed, missing, context, form=form)
             try:
-                response = await self.client.complete(stats, **request)
+                response = await self.client.collect(stats, **request)
             except LLMFault as fault:
                 # any HTTP error that names the field: 400, a FastAPI 422, or llama-cpp-python's 500 for a
                 # response_format type its request model lacks
@@ -141,28 +141,24 @@ class EventAgent:
                               prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
 
     @staticmethod
-    def _answer(definition: EventDefinition, form: AnswerForm, response: Any,
+    def _answer(definition: EventDefinition, form: AnswerForm, response: Collected,
                 stats: CallStats) -> FallbackAnswer | None:
         """The arguments in `response` (a tool call, or the JSON content in the JSON forms); None if there are
         none, which means the server did not honour `form`."""
         tokens = dict(prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
-        choices = getattr(response, "choices", None) or []
-        message = choices[0].message if choices else None
-        if message is None:
-            return None
         if form in _JSON_FORMS:
-            content = (message.content or "").strip()
+            content = response.content.strip()
             if not content.startswith("{"):
                 return None
             arguments, error = parse_arguments(content)
             return FallbackAnswer(arguments=arguments, error=error, **tokens)
-        for call in message.tool_calls or []:
-            if call.function.name in (definition.tool_name, definition.name):
-                arguments, error = parse_arguments(call.function.arguments or "")
+        for name, text in response.tool_calls:
+            if name in (definition.tool_name, definition.name):
+                arguments, error = parse_arguments(text)
                 return FallbackAnswer(arguments=arguments, error=error, **tokens)
         # a server that renders tools but parses no call back (llama-cpp-python on the GGUF's own template) leaves
         # the call as text: {"name": ..., "arguments": {...}}, perhaps in a code fence or <tool_call> tags
-        content = message.content or ""
+        content = response.content
         start, end = content.find("{"), content.rfind("}")
         if start >= 0 and end > start:
             try:

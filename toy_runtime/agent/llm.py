@@ -72,6 +72,14 @@ class ToolCallDeltas:
 StreamItem = ContentDelta | ToolCallDeltas
 
 
+@dataclass(frozen=True)
+class Collected:
+    """A streamed answer put back together: its visible text and each tool call as (name, arguments text)."""
+
+    content: str
+    tool_calls: tuple[tuple[str, str], ...]
+
+
 @dataclass
 class CallStats:
     """What one ChatAgent/EventAgent call cost and how fast it was (perf_counter seconds)."""
@@ -339,6 +347,30 @@ class ChatClient:
             raise self._fault(stats, "empty_stream", "the stream ended without any chunk")
         if stats.finish_reason is None:
             raise self._fault(stats, "truncated", "the stream ended without a finish reason ([DONE] missing)")
+
+    async def collect(self, stats: CallStats, *, model: str, messages: list[dict[str, Any]],
+                      tools: list[dict[str, Any]] | None = None, tool_choice: Any = None,
+                      **sampling: Any) -> Collected:
+        """One request streamed and put back together (EventAgent), with the stream's timeouts and faults.
+
+        Streamed, not a plain request, because a local server (llama-cpp-python, llama-server) stops generating
+        when a stream's reader goes away but finishes a plain request whose caller left: a fallback call abandoned
+        at the batch deadline would keep a one-slot CPU server busy into the child's next turn (issue 27)."""
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}  # stream index → [name, arguments text]
+        async for item in self.stream(stats, model=model, messages=messages, tools=tools, tool_choice=tool_choice,
+                                      sampling=sampling):
+            if isinstance(item, ContentDelta):
+                text.append(item.text)
+                continue
+            for delta in item.deltas:
+                call = calls.setdefault(getattr(delta, "index", None) or 0, ["", ""])
+                function = getattr(delta, "function", None)
+                if function is not None:
+                    call[0] = function.name or call[0]  # the name comes once; some servers repeat it
+                    call[1] += function.arguments or ""
+        return Collected("".join(text), tuple((name, arguments) for name, arguments in
+                                              (calls[i] for i in sorted(calls))))
 
     async def complete(self, stats: CallStats, **request: Any) -> Any:
         """One non-streaming request (EventAgent); faults become LLMFault. A stale keep-alive connection is retried

@@ -38,6 +38,7 @@ from ..agent.llm import TOKEN_ESTIMATOR, estimate_tokens
 from ..agent.prompts import catalog_instruction, tools_instruction
 from ..agent.speakable import SpeakableRules, detect
 from ..events import EventRegistry
+from .truth import group_truth
 
 EXECUTED = ("succeeded", "failed", "timed_out")
 COUNTED = ("provider", "server_replay")  # prompt-token sources that are the server's own count
@@ -325,6 +326,7 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
             "first_answer_before_search": rate(sum(1 for r in search_rows if r["first_answer_before_search"]),
                                                len(search_rows)),
         },
+        "truth": group_truth(ok_rows),
         "speakable_guard": {
             "turns_with_hidden_text": rate(sum(1 for r in ok_rows if r.get("guard_hidden")), len(ok_rows)),
             "hidden_by_kind": dict(sum((Counter(r.get("guard_hidden") or {}) for r in ok_rows), Counter())),

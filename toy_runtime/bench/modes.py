@@ -51,6 +51,7 @@ from .dataset import (
     concrete_arguments,
 )
 from .metrics import guard_hidden, speech_leaks
+from .truth import turn_truth
 
 MODES = ("dual_agent", "chat_agent_tools")
 CONDITIONS: dict[str, tuple[str, ...] | None] = {"disabled": (), "enabled": None}  # events.enabled per condition
@@ -203,6 +204,9 @@ async def run_conversation(settings: Settings, config: BenchConfig, conversation
                 items = await asyncio.wait_for(_collect(runner, turn.user), timeout=config.turn_timeout_s)
                 record = evaluate_turn(items, expected, runtime=runtime, audit=audit, config=config,
                                        started=started, agent_calls_before=agent_calls_before)
+                record.update(turn_truth(turn.user, [i for i in items if isinstance(i, Speech)],
+                                         [i.result for i in items if isinstance(i, EventOutcome)],
+                                         [e.name for e in turn.expected_events], runtime.registry))
                 first_call = next((c for c in (timing.calls[timing_before:] if timing else [])
                                    if c["purpose"] == "chat_agent"), None)
                 if record["first_tool_call_ms"] is None and first_call is not None:

@@ -152,6 +152,16 @@ def markdown(summary: Mapping[str, Any]) -> str:
             ("turns with unspeakable text spoken (guard's detector)", lambda x: str(x["accuracy"]["visible_leaks"])),
             ("turns where the guard hid text before speech",
              lambda x: _rate(x["speakable_guard"]["turns_with_hidden_text"])),
+            ("turns whose answer claimed an action no event backed (model)",
+             lambda x: str(x.get("truth", {}).get("turns_with_unbacked_claim", "–"))),
+            ("… promises left standing (no event, no correction spoken)",
+             lambda x: str(x.get("truth", {}).get("promises_left", "–"))),
+            ("unasked disruptive events that succeeded", lambda x: str(x.get("truth", {}).get(
+                "unasked_disruptive_succeeded", "–"))),
+            ("turns where a holding cue played (the answer was late)", lambda x: str(x.get("truth", {}).get(
+                "turns_with_holding_cue", "–"))),
+            ("Chinese turns answered in Chinese", lambda x: "{}/{}".format(
+                x.get("truth", {}).get("zh_answered_in_zh", "–"), x.get("truth", {}).get("zh_turns", "–"))),
         ]), ""]
 
         out += ["## Direct-mode behaviour: visible content vs native tool calls", "",

@@ -237,7 +237,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 return
             readable, _, _ = select.select([self.connection], [], [], 0)
             if readable and not self.connection.recv(1, socket.MSG_PEEK):
-                return  # the client closed its end (timed out)
+                with self.server.owner._lock:  # a real local server stops generating here (if it streams)
+                    self.server.owner.abandoned += 1
+                return  # the client closed its end (timed out, or its caller gave up)
 
 
 class ScriptedHTTPServer(ThreadingHTTPServer):

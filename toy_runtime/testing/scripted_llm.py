@@ -94,6 +94,7 @@ class ScriptedLLMServer:
         self.model = model
         self.reject_fields = tuple(reject_fields)
         self.dropped = 0
+        self.abandoned = 0  # answers whose reader went away while the server held them (a "stall" or "hang")
         self.default = default
         self._responder: Responder | None = script if callable(script) else None
         self._queue: deque[Reply] = deque()
