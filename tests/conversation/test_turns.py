@@ -505,3 +505,25 @@ async def test_event_agent_derives_a_focused_query_from_history(make_harness):
     assert second.events[0].resolution.value == "llm_fallback"
     history_text = json.dumps(seen["event_agent"])
     assert "Paris" in history_text  # EventAgent saw the minimal history slice
+
+
+async def test_a_silent_tool_call_is_sent_back_with_text_content_never_null(make_harness):
+    """chat_agent_tools, the model calls a tool and says nothing: the follow-up (and the next turn's history) carry
+    the assistant message with content "" — llama-cpp-python's request model refuses null there with HTTP 500, which
+    cost the issue-27 real-model run its follow-up answers."""
+    def answer(request):
+        if is_follow_up(request):
+            return Reply(text="It is sunny there.")
+        if "thanks" in json.dumps(request["messages"][-1]):
+            return Reply(text="You're welcome!")
+        return Reply(text="", tool_calls=[("web_search", json.dumps({"query": "weather in Beijing"}))])
+
+    with ScriptedLLMServer(answer) as server:
+        h = make_harness(mode="chat_agent_tools", base_url=server.url)
+        await h.turn("what's the weather in Beijing?")
+        await h.turn("thanks")
+        requests = server.requests
+    carried = [m for r in requests for m in r["messages"] if m.get("tool_calls")]
+    assert len(requests) == 3 and len(carried) >= 2, requests  # the follow-up and the next turn's history
+    assert all(isinstance(m.get("content"), str) for m in carried), carried
+    assert carried[0]["content"] == ""  # the follow-up: the model said nothing before its call

@@ -30,8 +30,7 @@ class Conversation:
         for m in self._history:
             message: dict[str, Any] = {"role": m["role"], "content": m["content"] + m.get("protocol", "")}
             calls = m.get("calls", ())
-            if calls:
-                message["content"] = message["content"] or None
+            if calls:  # content stays "" when nothing was said: llama-cpp-python refuses null (HTTP 500)
                 message["tool_calls"] = [c.provider_call() for c in calls]
             out.append(message)
             out.extend(c.tool_message() for c in calls)

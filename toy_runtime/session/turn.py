@@ -376,7 +376,7 @@ class TurnRunner:
         calls = [{"id": c.call_id, "type": "function",
                   "function": {"name": c.name, "arguments": json.dumps(c.arguments or {}, ensure_ascii=False)}}
                  for c in record.tool_calls]
-        messages: list[dict[str, Any]] = [{"role": "assistant", "content": first_answer or None, "tool_calls": calls}]
+        messages: list[dict[str, Any]] = [{"role": "assistant", "content": first_answer, "tool_calls": calls}]
         for call in record.tool_calls:
             result = by_event.get(record.event_ids.get(call.call_id, ""))
             body = (compact_results([result], self.kernel.definitions)[0] if result is not None
