@@ -229,3 +229,20 @@ async def test_an_aborted_waiting_event_ends_cancelled_with_no_delay(context, lo
     assert never.event_id in cancelled and len(cancelled) == 2
     assert run.slots[1].task.cancelled() and run.slots[2].task.cancelled()
     assert outcome.dispatch_delays_ms[2] == 0.0
+
+
+@virtual_time
+async def test_two_terminal_events_do_not_wait_for_each_other(context, loop_clock):
+    """Guards the sibling filter `o is not slot and not o.definition.terminal`: a terminal event waits only for the
+    non-terminal ones; two terminal events waiting for each other would both sit out the whole 4 s barrier."""
+    started: list = []
+    end = make_definition("test.end", "end", sleeping(0, started, "end"), terminal=True)
+    off = make_definition("test.off", "off", sleeping(0, started, "off"), terminal=True)
+    run = kernel_for(end, off, terminal_barrier_s=4.0).open_batch("s1", "t1", context)
+    run.add(request("test.end"))
+    run.add(request("test.off"))
+    run.close()
+    outcome = await run.wait()
+    assert [r.status for r in outcome.results] == [EventStatus.SUCCEEDED] * 2
+    assert sorted(tag for tag, _ in started) == ["end", "off"]
+    assert all(at == 0 for _, at in started), started
