@@ -35,7 +35,7 @@ def _command(command_id: str, value: int, *, actor: ActorRef | None = ActorRef(k
                      source=EventSource(kind="remote_api", name="toy1"), actor=actor,
                      input=AgentInput(data={"name": "device.volume.adjust", "command_id": command_id,
                                             "arguments": {"mode": "absolute", "value": value}}),
-                     delivery=DeliveryContext(surface=surface, supports_streaming=False))  # type: ignore[arg-type]
+                     delivery=DeliveryContext(surface=surface))  # type: ignore[arg-type]
 
 
 async def test_a_remote_command_from_another_actor_is_refused_and_audited(tmp_path):

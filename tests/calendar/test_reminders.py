@@ -85,7 +85,7 @@ async def test_fires_at_reminder_time_not_before_and_once(store, clock):
         "late_s": 0,
         "reminder_minutes": 10,
     }
-    assert event.delivery.open_audio_session is True
+    assert event.delivery.surface == "speaker"
     assert event.event_time == REMIND.timestamp()
 
     clock.advance(30)

@@ -63,7 +63,7 @@ def command_event(device_id: str, command: Command) -> HostEvent:
         subject=SubjectRef(kind="remote_command", id=command.command_id),
         input=AgentInput(data={"name": command.name, "arguments": dict(command.arguments),
                                "command_id": command.command_id}),
-        delivery=DeliveryContext(surface="mqtt", supports_streaming=False),
+        delivery=DeliveryContext(surface="mqtt"),
         metadata={"device_id": device_id, "command_ts": command.ts},
     )
 

@@ -61,14 +61,13 @@ class AgentInput(BaseModel):
 
 
 class DeliveryContext(BaseModel):
-    """Where and how a reply is delivered; the runner reads it (a command's result is published on MQTT only for
-    surface "mqtt", host/commands.py)."""
+    """Where a reply is delivered; the runner reads it (a command's result is published on MQTT only for surface
+    "mqtt", host/commands.py). The design's `supports_streaming` and `open_audio_session` are left out: nothing read
+    them (each command's reminder binding delivers a reminder its own way)."""
 
     model_config = ConfigDict(frozen=True)
 
     surface: Literal["speaker", "console", "mqtt", "none"] = "speaker"
-    supports_streaming: bool = True
-    open_audio_session: bool = False  # e.g. a reminder opens a session to speak
 
 
 def _event_id() -> str:

@@ -74,7 +74,7 @@ def reminder_event(due: DueOccurrence, *, late_s: float, now: datetime) -> HostE
                 "reminder_minutes": entry.reminder_minutes,
             }
         ),
-        delivery=DeliveryContext(surface="speaker", open_audio_session=True),
+        delivery=DeliveryContext(surface="speaker"),
         # Stable per occurrence, so a re-delivery can be recognised downstream.
         metadata={"occurrence_key": f"{entry.id}@{due.occurrence_at.isoformat()}"},
     )

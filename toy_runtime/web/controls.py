@@ -167,7 +167,7 @@ class Controls:
                          input=AgentInput(data={"name": name, "arguments": dict(arguments or {}),
                                                 "command_id": command_id}),
                          # the reply is this page's HTTP answer: nothing is spoken or published for it
-                         delivery=DeliveryContext(surface="console", supports_streaming=False))
+                         delivery=DeliveryContext(surface="console"))
 
     async def command(self, name: str, arguments: dict[str, Any] | None = None) -> CommandReply:
         """Dispatch one command through the runtime's router; ControlError when it is not routed or not granted."""
