@@ -79,3 +79,32 @@ async def test_a_console_envelope_never_reaches_the_remote_binding(tmp_path):
         assert audit.of("host.unrouted")[0]["reason"] == "no binding for api.invoked from console"
     finally:
         await runtime.aclose()
+
+
+async def test_a_refused_actor_hears_refused_not_silence(tmp_path):
+    """The sender's app waits for a result: a command the binding refuses for its actor is answered "refused" on
+    MQTT (nothing runs), and a runner that breaks answers "failed"."""
+    runtime, audit, mixer, published = _runtime(tmp_path)
+
+    async def publish_result(command_id: str, **fields) -> None:
+        published.append((command_id, fields))
+
+    try:
+        await dispatch_audited(runtime.router, _command("kid", 90, actor=ActorRef(kind="user", id="child")), audit,
+                               publish_result)
+        await dispatch_audited(runtime.router, _command("quiet", 90, actor=ActorRef(kind="user"), surface="none"),
+                               audit, publish_result)  # asked for no reply: none
+        assert mixer.level == 50
+        [(command_id, fields)] = published
+        assert command_id == "kid" and fields["status"] == "refused" and fields["error_code"] == "actor_not_allowed"
+        assert "user:child" in fields["error_message"]
+
+        async def broken(event, binding):
+            raise RuntimeError("runner bug")
+
+        runtime.router.add_runner("remote_commands", broken)
+        await dispatch_audited(runtime.router, _command("bug", 20), audit, publish_result)
+        assert published[-1] == ("bug", {"status": "failed", "error_code": "internal_error",
+                                         "error_message": "RuntimeError"})
+    finally:
+        await runtime.aclose()

@@ -109,7 +109,7 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None, 
                                  error_message=f"{link.max_commands} commands are already running; try again later")
             return
         # hand off at once: the adapter delivers events in order and must not wait for a kernel batch
-        task = asyncio.create_task(dispatch_audited(router, event, runtime.audit), name=f"host:{event.event_type}")
+        task = asyncio.create_task(dispatch_audited(router, event, runtime.audit, publish_result), name=f"host:{event.event_type}")
         link.tasks.append(task)
         if command:
             link.commands.add(task)

@@ -13,7 +13,7 @@ from typing import Awaitable, Callable
 
 from ..events import AuditKind, EventKernel
 from .commands import CommandRunner
-from .envelope import Binding, EventType, HostEvent, HostEventRouter
+from .envelope import ActorRefused, Binding, EventType, HostEvent, HostEventRouter
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
 REMOTE_ACTORS = ("app", "fleet")  # who may send a remote command; the remote binding refuses anyone else
@@ -51,12 +51,21 @@ def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[...
                         source_kinds=("firmware",)))
 
 
-async def dispatch_audited(router: HostEventRouter, event: HostEvent, audit) -> None:
+async def dispatch_audited(router: HostEventRouter, event: HostEvent, audit,
+                           publish_result: Callable[..., Awaitable[None]] | None = None) -> None:
     """Dispatch an event that arrived on its own (nobody awaits the answer): no binding or a failing runner is
-    audited, never raised."""
+    audited, never raised. A remote command the router would not run is still answered (`publish_result`): the
+    sender's app waits for a result, and a refused actor must hear "refused", not silence."""
+    command_id = str(event.input.data.get("command_id", event.event_id))
+    answer = publish_result if event.event_type == EventType.API_INVOKED and event.delivery.surface == "mqtt" else None
     try:
         await router.dispatch(event)
     except LookupError as exc:
         audit.record(AuditKind.HOST_UNROUTED, host_event_id=event.event_id, event_type=event.event_type, reason=str(exc))
+        if answer is not None:
+            code = "actor_not_allowed" if isinstance(exc, ActorRefused) else "not_routed"
+            await answer(command_id, status="refused", error_code=code, error_message=str(exc))
     except Exception as exc:  # a runner bug must not kill the bridge
         audit.record(AuditKind.HOST_RUNNER_FAILED, host_event_id=event.event_id, event_type=event.event_type, error=str(exc))
+        if answer is not None:
+            await answer(command_id, status="failed", error_code="internal_error", error_message=type(exc).__name__)
