@@ -182,3 +182,21 @@ async def test_a_repeat_rule_the_child_said_stands(llm_server, make_harness):
     await h.turn("remind me to feed the cat on Saturdays at three")
     [entry] = await h.calendar.list()
     assert entry.recurrence == {"frequency": "weekly", "days": ["SA"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_volume_change_nobody_asked_for_is_refused(mode, llm_server, make_harness):
+    """The real 1.5B model marked a volume change on "讲个笑话吧" (+10) and on a weather question (level 20): the
+    toy's sound must not change when the child did not talk about it (issue 27)."""
+    llm_server.add(reply(mode, "为什么小猫喜欢晒太阳？因为它想变成热猫！",
+                         [(VOLUME, "adjust_device_volume", {"mode": "relative", "delta": 10})]),
+                   reply(mode, "好的，大声一点！", [(VOLUME, "adjust_device_volume", {"mode": "relative", "delta": 10})]))
+    h = make_harness(mode=mode, base_url=llm_server.url)
+    level = h.mixer.level
+    turn = await h.turn("讲个笑话吧")
+    assert h.mixer.level == level and h.mixer.changes == []
+    [event] = turn.events
+    assert event.error_code == "not_asked"
+    assert [a["name"] for a in h.audit.of("event.refused")] == [VOLUME]
+    louder = await h.turn("声音大一点")  # asked: it runs
+    assert louder.events[0].status is EventStatus.SUCCEEDED and h.mixer.level == level + 10

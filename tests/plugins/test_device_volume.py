@@ -172,7 +172,8 @@ def test_provider_out_of_range_and_junk(registry):
 
 async def test_absolute_sets_level_and_publishes_signal(kernel, ports, bus):
     queue = bus.subscribe()
-    outcome = await run(kernel, request(NAME, {"mode": "absolute", "value": 30}, event_id="ev_vol1"))
+    outcome = await run(kernel, request(NAME, {"mode": "absolute", "value": 30}, event_id="ev_vol1"),
+                        utterance="volume thirty please")
     result = outcome.results[0]
     assert result.status is EventStatus.SUCCEEDED
     assert result.result == {"level": 30, "muted": False, "previous_level": 50, "previous_muted": False}

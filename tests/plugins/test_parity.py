@@ -56,6 +56,7 @@ async def test_mixed_batch_confirmations_first_one_follow_up():
                 source=SourceProtocol.TOOL_CALLS),
         request("web_search", {"query": "panda diet"}, source=SourceProtocol.TOOL_CALLS),
         request("web_search", {"query": "panda  diet"}, source=SourceProtocol.TOOL_CALLS),  # duplicate once tidied
+        utterance="turn the sound down by 20 and remind me to brush my teeth tomorrow at 7 am",  # words for each
     )
     assert [r.status for r in outcome.results] == [EventStatus.SUCCEEDED, EventStatus.SUCCEEDED,
                                                    EventStatus.SUCCEEDED, EventStatus.SKIPPED_DUPLICATE]

@@ -52,4 +52,26 @@ def test_silencing_needs_the_words(registry):
     assert not supports({"mode": "absolute", "value": 0}, ctx("tell me a story"))
     assert supports({"mode": "mute"}, ctx("mute please")) and supports({"mode": "mute"}, ctx("安静一点"))
     assert supports({"mode": "absolute", "value": 0}, ctx("volume zero"))
-    assert supports({"mode": "absolute", "value": 40}, ctx("tell me a story"))  # not disruptive: the resolver decides
+    assert supports({"mode": "absolute", "value": 40}, ctx("turn the volume to forty"))
+
+
+def test_any_volume_change_needs_words_about_the_sound(registry):
+    """On the real 1.5B model a weather question became "volume 20", a joke "+10", and "大熊猫一天吃多少竹子" was
+    read as "volume 1" (issue 27): a change the model proposes needs the child to talk about the sound."""
+    supports = registry.get(VOLUME).supports
+    up = {"mode": "relative", "delta": 10}
+    for words in ("帮我查一下今天北京的天气", "讲个笑话吧", "上网搜一下大熊猫一天吃多少竹子", "tell me a story",
+                  "what is 20 plus 20"):
+        assert not supports(up, ctx(words)), words
+    for words in ("Can you talk a little louder?", "I can't hear you", "太吵了", "That was fun. Turn it down and bye!",
+                  "声音大一点", "speak up please"):
+        assert supports(up, ctx(words)), words
+    # a bare setting right after the child talked about the sound ("Change the volume." → "Make it 70.")
+    about = [{"role": "user", "content": "Change the volume."}, {"role": "assistant", "content": "To what?"}]
+    assert supports({"mode": "absolute", "value": 70}, ctx("Make it 70.", history=about))
+    assert supports({"mode": "absolute", "value": 60}, ctx("调到六十", history=[{"role": "user", "content": "调一下音量"}]))
+    story = [{"role": "user", "content": "Tell me a story."}]
+    assert not supports({"mode": "absolute", "value": 70}, ctx("70.", history=story))
+    assert supports({"mode": "absolute", "value": 70}, ctx("70.", history=about))
+    # "set it to 30" said to a toy: its "it" is the sound
+    assert supports({"mode": "absolute", "value": 30}, ctx("set it to 30"))

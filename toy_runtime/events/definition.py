@@ -119,8 +119,10 @@ class EventDefinition:
     # the ChatAgent is shown, so the model is never told it can do this (e.g. web search when none is set up).
     advertised: bool = True
     # Truthfulness (issue 27): `supports` says whether the child's words ask for this action with these arguments;
-    # a request the MODEL proposed that is not supported is refused (never run, audited). For disruptive actions
-    # only (ending the session, muting): a model must not do them on its own. `claims` says whether one sentence
+    # a request the MODEL proposed that is not supported is refused (never run, audited). The kernel asks it first
+    # with no arguments (do the words ask for this kind of action at all? if not, no fallback call, no question)
+    # and again with the resolved ones. For actions the child would notice (ending the session, the toy's sound):
+    # a model must not do them on its own. `claims` says whether one sentence
     # the toy speaks claims this action ("I've done it", "see you!"), so a promise without its action is found.
     supports: Supports | None = None
     claims: Claims | None = None

@@ -295,6 +295,10 @@ class BatchRun:
 
     async def _process(self, slot: _Slot) -> EventResult:
         definition, request, kernel = slot.definition, slot.request, self.kernel
+        if slot.confirmed is None and self._unasked(slot, None):
+            # the words do not ask for this kind of action at all: no fallback call, no "which level?" question
+            return self._result(slot, EventStatus.REJECTED, None, error_code=NOT_ASKED,
+                                error="the child's words do not ask for this")
         resolved = slot.confirmed or await resolve_request(kernel.registry, definition, request, self.context,
                                                            self.fallback, self.audit)
         slot.resolved.set_result(resolved)
@@ -345,20 +349,24 @@ class BatchRun:
                 result = self._result(slot, EventStatus.TIMED_OUT, resolved, key=key, error_code="cancelled")
             await store.finish(key, result, remember=result.status is not EventStatus.TIMED_OUT)
 
-    def _unasked(self, slot: _Slot, resolved: ResolvedArguments) -> bool:
+    def _unasked(self, slot: _Slot, resolved: ResolvedArguments | None) -> bool:
         """A model's request its definition says the child's words do not support (audited): it is never run.
-        Only model proposals are checked: the gate acts on the words themselves, a host command has none."""
+        Only model proposals are checked: the gate acts on the words themselves, a host command has none.
+        Asked twice: before resolution with no arguments (do the words ask for this kind of action at all?) and
+        after it with the resolved ones (do they ask for this one: a mute, not just a change)."""
         definition, request = slot.definition, slot.request
         if definition.supports is None or request.source not in _MODEL_SOURCES:
             return False
+        arguments = resolved.arguments if resolved is not None else {}
         try:
-            supported = definition.supports(resolved.arguments, self.context)
+            supported = definition.supports(arguments, self.context)
         except Exception:  # a broken hook must not let a disruptive action through
             supported = False
         if not supported:
             self.audit.record(AuditKind.EVENT_REFUSED, event_id=request.event_id, name=definition.name,
                               turn_id=self.turn_id, source=request.source.value, reason=NOT_ASKED,
-                              arguments=dict(resolved.arguments))
+                              arguments=dict(resolved.arguments) if resolved is not None else dict(
+                                  request.arguments or {}))
         return not supported
 
     async def _earlier_duplicate(self, slot: _Slot, resolved: ResolvedArguments) -> str | None:

@@ -25,7 +25,7 @@ from .numbers import normalize
 from ..language import has_cjk
 from .text import wants_chinese
 from .claims import claims_volume
-from .intent import asks_for_quiet
+from .intent import asks_about_sound, asks_for_quiet
 from .volume_words import BadNumber, Said, hear, merge, read_proposal
 
 NAME = "device.volume.adjust"
@@ -159,9 +159,29 @@ def gate_match(ctx: ResolveContext) -> bool:
     return not too_long and parse_utterance(s, ctx).complete
 
 
+_SET_IT = re.compile(r"(?:please\s+)?(?:set|make|turn|put)\s+it\s+(?:up|down|to\b|\d)|调到|调成|调高|调低", re.IGNORECASE)
+
+
+def _about_sound(ctx: ResolveContext) -> bool:
+    """The child's words are about the sound, or are a bare setting ("make it 70", "调到六十": short, and the words
+    alone settle a level or a direction) right after the child's previous words were about the sound."""
+    if asks_about_sound(ctx.utterance) or asks_for_quiet(ctx.utterance):
+        return True
+    previous = [m.get("content", "") for m in ctx.history if m.get("role") == "user"][-1:]
+    said = normalize(ctx.utterance or "").strip()
+    short = len(said) <= GATE_MAX_CHARS_ZH if has_cjk(said) else len(said.split()) <= 5
+    heard = hear(said, ctx)
+    setting = heard.value is not None or heard.sign is not None
+    # "set it to 30" said to a toy: its "it" is the one thing it can turn up or down
+    return short and setting and (bool(_SET_IT.match(said)) or (bool(previous) and asks_about_sound(previous[0])))
+
+
 def supports(arguments: Mapping[str, Any], ctx: ResolveContext) -> bool:
-    """Silencing the toy (mute, or level 0) needs the child's words to ask for quiet, or to say the 0 themselves;
-    any other change is not disruptive and stands on the resolver's reading."""
+    """A change the model proposed needs the child's words to be about the sound (a weather question became "volume
+    20", a joke "+10", and "大熊猫一天吃…" read its 一 as "volume 1" on the real 1.5B model); silencing the toy (mute,
+    or level 0) needs them to ask for quiet, or to say the 0 themselves."""
+    if not _about_sound(ctx):
+        return False
     silencing = arguments.get("mode") == "mute" or (arguments.get("mode") == "absolute" and arguments.get("value") == 0)
     return not silencing or asks_for_quiet(ctx.utterance) or hear(ctx.utterance, ctx).value == 0
 

@@ -1,4 +1,4 @@
-"""What the child's words ask for, loosely: a farewell or stop, a mute or quiet, a repeat rule (en and zh).
+"""What the child's words ask for, loosely: a farewell or stop, the sound, a mute or quiet, a repeat rule (en and zh).
 
 Looser than the gate's `gate_match` (which must be sure enough to act without a model): these only decide whether a
 disruptive action the MODEL proposed is supported by the words at all ("ok bye, thanks for the story" supports
@@ -30,6 +30,17 @@ _REPEAT = re.compile(
 def asks_to_leave(text: str) -> bool:
     """The words say goodbye or ask to stop ("bye bye", "I have to go", "再见", "不聊了")."""
     return bool(_FAREWELL.search(normalize(text or "")))
+
+
+_SOUND = re.compile(
+    r"\b(?:volume|sound|loud(?:er|ly)?|quiet(?:er)?|soft(?:er|ly)?|un-?mute|mute|speak\s+up|can'?t\s+hear"
+    r"|turn\s+(?:it|you|yourself)\s+(?:up|down)|too\s+noisy|noisy)\b"
+    r"|音量|声音|大声|小声|静音|听不见|听不清|太吵|吵死|好吵|大点声|小点声|轻一点|轻点")
+
+
+def asks_about_sound(text: str) -> bool:
+    """The words are about the toy's sound ("louder", "turn it down", "I can't hear you", "太吵了")."""
+    return bool(_SOUND.search(normalize(text or "")))
 
 
 def asks_for_quiet(text: str) -> bool:
