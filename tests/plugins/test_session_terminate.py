@@ -77,8 +77,10 @@ def test_supports_reads_a_farewell_or_stop_in_either_language(registry):
 
 def test_offline_gate_only_for_a_plain_farewell(registry):
     d = registry.get(NAME)
-    for utterance in ("goodbye", "Bye bye!", "ok, bye", "再见", "拜拜啦", "good night"):
+    for utterance in ("goodbye", "Bye bye!", "ok, bye", "再见", "拜拜啦", "good night",
+                      "Thanks Pip, goodbye!", "好的，谢谢你，再见！"):  # both left unmarked by the real 1.5B model
         assert d.gate_match(ctx(utterance)), utterance
-    for utterance in ("say goodbye to grandma", "goodbye and turn off the lights", "bye the way, what's up", ""):
+    for utterance in ("say goodbye to grandma", "goodbye and turn off the lights", "bye the way, what's up", "",
+                      "thanks for the story, can you say goodbye in French?", "好的，谢谢你"):
         assert not d.gate_match(ctx(utterance)), utterance
     assert d.gate_reply({}, {})

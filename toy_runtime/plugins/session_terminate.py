@@ -40,7 +40,8 @@ def resolve(proposed: Mapping[str, Any] | None, ctx: ResolveContext) -> Resoluti
 
 
 _FAREWELL = re.compile(
-    r"^(?:(?:ok(?:ay)?|well|alright|thanks|thank\s+you)[\s,!.]*)?"
+    # courtesies before it ("Thanks Pip, goodbye!", "好的，谢谢你，再见！": both unmarked by the real 1.5B model)
+    r"^(?:(?:ok(?:ay)?|well|alright|thanks|thank\s+you|pip|好的|好|谢谢你?|嗯)[\s,!.，！。]*){0,4}"
     r"(?:say\s+|说声?|跟你说)?"  # "say goodnight" (the clause of "turn it down and say goodnight"), "说再见"
     r"(?:good\s*-?\s*bye|bye(?:[\s-]+bye)?|see\s+you(?:\s+later|\s+tomorrow)?|good\s*night|i'?m\s+done"
     r"|that'?s\s+all|stop\s+talking|talk\s+to\s+you\s+later"
