@@ -152,7 +152,8 @@ def runtime_env(sound_card, llm, tmp_path: Path) -> dict[str, str]:
 
 
 def answer_with_an_event(request):
-    # the child's words say nothing about the volume, so the model's arguments fill the request and it runs
+    # the child's words say nothing about the volume, so the model's unasked change is refused (issue 27): the
+    # transcript shows the event and why
     return Reply(text=ANSWER, tool_calls=[("adjust_device_volume", json.dumps({"mode": "absolute", "value": 30}))])
 
 
@@ -180,7 +181,7 @@ def test_run_on_a_terminal_shows_what_was_heard_said_and_done(sound_card, speak,
     shown = term.text
     assert f"you: {turn['text']}" in shown and "weather" in turn["text"], shown
     assert f"toy: {ANSWER}" in shown, shown
-    assert "event device.volume.adjust: succeeded" in shown, shown
+    assert "event device.volume.adjust: rejected (the child's words do not ask for this)" in shown, shown
     assert f"turn 1: {turn['voice_to_voice_ms']:.0f} ms voice to voice" in shown, shown
     for state in ("[listening]", "[thinking]", "[speaking]"):
         assert state in shown, (state, shown)
@@ -208,7 +209,7 @@ def test_run_into_a_pipe_prints_no_transcript(sound_card, speak, tmp_path):
     assert ANSWER not in err and "you: " not in err and "[listening]" not in err, err
     # the log has one structured line for the turn instead, without the child's words
     turn_lines = [line for line in err.splitlines() if "toy_runtime.turns" in line]
-    assert len(turn_lines) == 1 and "events=device.volume.adjust=succeeded" in turn_lines[0], err
+    assert len(turn_lines) == 1 and "events=device.volume.adjust=rejected" in turn_lines[0], err
     assert "weather" not in turn_lines[0]
 
 
