@@ -47,6 +47,16 @@ def forms(requests: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+async def propose_once(server: ScriptedLLMServer, context: ResolveContext = CONTEXT) -> Any:
+    """One EventAgent answer for the volume's missing delta from `server`, on a client closed afterwards."""
+    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+    try:
+        return await EventAgent(client, model="scripted-model", max_tokens=60).propose(
+            DEFINITION, None, ("delta",), context)
+    finally:
+        await client.aclose()
+
+
 async def propose_twice(server: ScriptedLLMServer) -> tuple[EventAgent, list[Any]]:
     client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
     agent = EventAgent(client, model="scripted-model", max_tokens=60)
@@ -154,12 +164,7 @@ async def test_the_event_agent_sees_only_the_last_two_history_messages():
     context = ResolveContext(utterance=CONTEXT.utterance, request_time=CONTEXT.request_time, timezone="UTC",
                              history=history)
     with ScriptedLLMServer(local_server(honours=("named",))) as server:
-        client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
-        try:
-            answer = await EventAgent(client, model="scripted-model", max_tokens=60).propose(
-                DEFINITION, None, ("delta",), context)
-        finally:
-            await client.aclose()
+        answer = await propose_once(server, context)
         requests = server.requests
     assert answer.arguments == ARGUMENTS and len(requests) == 1
     messages = requests[0]["messages"]
@@ -202,10 +207,5 @@ async def test_a_tool_call_streamed_in_pieces_is_put_back_together():
         return Reply(tool_calls=[(DEFINITION.tool_name, json.dumps(ARGUMENTS))], args_chunk_size=3)
 
     async with ScriptedLLMServer(answer) as server:
-        client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
-        try:
-            answer_ = await EventAgent(client, model="scripted-model", max_tokens=60).propose(
-                DEFINITION, None, ("delta",), CONTEXT)
-        finally:
-            await client.aclose()
+        answer_ = await propose_once(server)
     assert answer_.arguments == ARGUMENTS and answer_.error is None

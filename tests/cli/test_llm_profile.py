@@ -7,6 +7,7 @@ deadline, and the 10 s event deadline always beat the EventAgent's fallback call
 from __future__ import annotations
 
 import argparse
+import os
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_an_unknown_profile_is_one_line_naming_the_key_and_the_choices():
 
 
 def test_the_flag_chooses_the_profile_and_a_key_in_the_file_still_wins(tmp_path, monkeypatch):
-    for key in list(__import__("os").environ):
+    for key in list(os.environ):
         if key.startswith("TOY_"):
             monkeypatch.delenv(key)
     toml = tmp_path / "toy.toml"

@@ -35,8 +35,7 @@ def spoken_language(text: str) -> str | None:
 
 def promises_left(speeches: Sequence[Speech], results: Iterable[EventResult], registry: EventRegistry) -> list[str]:
     """Names the model's answer claimed with no event behind them and no correction spoken after."""
-    results = list(results)
-    open_claims = [name for name in claimed(speeches, registry) if name not in backed(results)]
+    open_claims = unbacked_claims(speeches, results, registry)
     others = " ".join(s.text for s in speeches if s.kind != "reply")
     return [name for name in open_claims
             if not any(line and line in others for locale in ("en", "zh")

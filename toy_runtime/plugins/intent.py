@@ -27,9 +27,14 @@ _REPEAT = re.compile(
     r"|每|天天|重复|工作日|周末")
 
 
+def _says(pattern: re.Pattern[str], text: str | None) -> bool:
+    """True when the normalized words contain `pattern` anywhere."""
+    return bool(pattern.search(normalize(text or "")))
+
+
 def asks_to_leave(text: str) -> bool:
     """The words say goodbye or ask to stop ("bye bye", "I have to go", "再见", "不聊了")."""
-    return bool(_FAREWELL.search(normalize(text or "")))
+    return _says(_FAREWELL, text)
 
 
 _SOUND = re.compile(
@@ -40,14 +45,14 @@ _SOUND = re.compile(
 
 def asks_about_sound(text: str) -> bool:
     """The words are about the toy's sound ("louder", "turn it down", "I can't hear you", "太吵了")."""
-    return bool(_SOUND.search(normalize(text or "")))
+    return _says(_SOUND, text)
 
 
 def asks_for_quiet(text: str) -> bool:
     """The words ask for silence ("mute", "be quiet", "sound off", "静音", "安静")."""
-    return bool(_MUTE.search(normalize(text or "")))
+    return _says(_MUTE, text)
 
 
 def says_repeat(text: str) -> bool:
     """The words hold a repeat word ("every", "daily", "on Saturdays", "每天", "重复"): a repeat rule may stand."""
-    return bool(_REPEAT.search(normalize(text or "")))
+    return _says(_REPEAT, text)
