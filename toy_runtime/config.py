@@ -146,8 +146,12 @@ class SessionConfig(Section):
     timezone: str = Field(default_factory=system_timezone,
                           description="IANA zone; default: the device's own (TZ, else /etc/localtime)")
     idle_timeout_s: float = Field(20.0, gt=0, description="an open audio session closes after this much silence")
-    barge_in: bool = Field(False, description="user speech interrupts playback (off = half-duplex)")
-    listen_mode: Literal["always", "push_to_talk"] = "always"
+    barge_in: bool | None = Field(
+        None, description="the child's speech over the toy stops playback and the rest of the answer; None = on "
+        "exactly when [ears] echo_cancellation is on (without it the toy would interrupt itself)")
+    trigger: Literal["vad", "button", "wake_word"] = Field(
+        "vad", description="what opens a session: vad = any speech (always listening), button = the talk button "
+        "only (push-to-talk), wake_word = the wake word ([ears] wake_word_model), then speech as usual")
     ptt_release_s: float = Field(0.25, gt=0, le=5.0, description="ptt: a held key counts as let go after this long "
                                  "without a key repeat (raise it for a terminal with a slow repeat rate)")
 
@@ -195,6 +199,23 @@ class VadConfig(Section):
     no_speech_timeout_ms: int = Field(8000, ge=500)
     end_by_level: bool = Field(True, description="the hangover starts at the last loud speech frame, not at the "
                                "VAD's last speech frame (~100 ms later: its overhang)")
+
+
+class EarsConfig(Section):
+    """The capture front end between the microphone and the VAD: echo cancellation, noise suppression, wake word."""
+
+    echo_cancellation: bool = Field(
+        True, description="remove the toy's own voice from the mic with WebRTC AEC3, fed every sample the speaker "
+        "plays (adapters/webrtc_apm.py); also turns barge-in on unless [session] barge_in says otherwise")
+    noise_suppression: bool = Field(True, description="WebRTC noise suppression of steady noise (fans, hum) "
+                                    "after the echo canceller; it does little against background voices")
+    auto_gain: bool = Field(False, description="WebRTC automatic gain control (a child far from the mic)")
+    wake_word_model: str = Field(
+        "okay_nabu", description="with [session] trigger = \"wake_word\": a model in pymicro-wakeword (okay_nabu, "
+        "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")
+    wake_word_cutoff: float | None = Field(None, gt=0, lt=1, description="detection threshold; None = the model's")
+    earcon: bool = Field(True, description="a short rising tone when the wake word is heard: the child knows "
+                         "the toy is listening")
 
 
 class AsrConfig(Section):
@@ -420,6 +441,7 @@ class Settings(BaseSettings):
     events: EventsConfig = EventsConfig()
     session: SessionConfig = Field(default_factory=SessionConfig)  # its zone is read when settings are built
     audio: AudioConfig = AudioConfig()
+    ears: EarsConfig = EarsConfig()
     vad: VadConfig = VadConfig()
     asr: AsrConfig = AsrConfig()
     tts: TtsConfig = TtsConfig()
@@ -463,6 +485,13 @@ class Settings(BaseSettings):
     @property
     def audit_path(self) -> Path:
         return self.audit.path or self.state_dir / "audit.jsonl"
+
+    @property
+    def barge_in(self) -> bool:
+        """Whether the child can interrupt the toy: [session] barge_in, or by default exactly when the toy's own
+        voice is cancelled from its mic."""
+        chosen = self.session.barge_in
+        return self.ears.echo_cancellation if chosen is None else chosen
 
     @property
     def llm_online(self) -> bool:

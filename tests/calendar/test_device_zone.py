@@ -47,7 +47,8 @@ def test_config_check_and_doctor_show_the_zone(tmp_path):
     assert check.returncode == 0, check.stderr
     assert "time zone Asia/Shanghai" in check.stdout
     doctor = run_cli("doctor", "--json", *sum((["--skip", c] for c in (
-        "state-dir", "audio-input", "audio-output", "asr", "tts", "alsa-control", "broker", "llm", "search")), []),
+        "state-dir", "audio-input", "audio-output", "ears", "asr", "tts", "alsa-control", "broker", "llm", "search")),
+        []),
         env=env)
     config_row = json.loads(doctor.stdout)[0]
     assert config_row["name"] == "config" and "time zone Asia/Shanghai" in config_row["detail"]

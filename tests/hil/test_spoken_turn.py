@@ -92,6 +92,10 @@ async def test_spoken_turn_is_answered_audibly(rig, speak, tmp_path):
     assert asked and asked[0] == turn["text"], (asked, turn["text"])
     assert turn["spoken"] and "sunny" in " ".join(turn["spoken"]), turn["spoken"]
     assert turn["waterfall_ms"]["first_audio"] is not None, turn["waterfall_ms"]
+    # its own answer came back into its mic (the loopback) with barge-in on by default: the echo canceller, fed
+    # every sample the speaker played, kept the toy from interrupting itself
+    assert not turn["interrupted"], turn
+    assert not audit_records(audit, "voice.barge_in"), audit_records(audit, "voice.barge_in")
 
     # …and the answer was audible at the mic, well above the room before the question
     floor = dbfs(FrameTape.pcm(tape.frames[5:25]))

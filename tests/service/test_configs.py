@@ -11,7 +11,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 def test_toy_profile():
     s = load_settings(CONFIGS / "toy.toml", env={})
-    assert s.session.listen_mode == "always"
+    assert s.session.trigger == "vad"
     assert (s.volume.backend, s.volume.device, s.volume.control) == ("alsa", "default", "PCM")
     assert s.mqtt.url == "mqtt://127.0.0.1:1883" and s.mqtt.username == s.mqtt.device_id
     assert s.state_dir == Path("/var/lib/toy-runtime")  # systemd's StateDirectory=toy-runtime
@@ -31,7 +31,7 @@ def test_toy_profile_model_paths_match_the_manifest():
 
 def test_laptop_profile():
     s = load_settings(CONFIGS / "laptop.toml", env={})
-    assert s.session.listen_mode == "push_to_talk"
+    assert s.session.trigger == "button"
     assert s.volume.backend == "memory"
     assert s.mqtt.url is None
 

@@ -170,7 +170,15 @@ async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp
     played = sum(sink.played_ms(a) for a in story_ids)
     assert played < 3000  # the story (≈ 20 s of audio) was cut off
     assert rig.runtime.boundary.ended == {}  # the discarded turn's terminate never ran
-    assert rig.audit.of("voice.barge_in")
+    [barge] = rig.audit.of("voice.barge_in")
+    # the history keeps what the child heard of the story, not the ~20 s of it that never played
+    assert first.heard and barge["heard"] == first.heard
+    heard = " ".join(first.heard)
+    assert heard.endswith("…") and len(heard) < len(long_text) / 2, heard
+    second_request = llm.requests[1]["messages"]
+    assistant = [m["content"] for m in second_request if m["role"] == "assistant"]
+    assert assistant and assistant[-1] == heard, assistant
+    assert [m["content"] for m in second_request if m["role"] == "user"][-2:] == ["tell me a long story", "stop"]
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

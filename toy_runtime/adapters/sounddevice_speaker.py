@@ -20,6 +20,7 @@ from toy_runtime.audio.pcm_io import AnswerFutures
 from toy_runtime.ports.audio import AudioDeviceError
 
 if TYPE_CHECKING:
+    from toy_runtime.audio.echo_reference import EchoReference
     from toy_runtime.audio.resample import Resampler
 
 __all__ = ["SoundDeviceSink"]
@@ -34,6 +35,7 @@ class SoundDeviceSink:
     of an answer is never clipped by stream start-up. Chunks at another rate than the stream's are resampled
     (one streaming resampler per input rate). Blocks are `block_ms` long: `flush()` takes effect at the next
     block. `drain()` returns once the queue is empty and `tail_pad_ms` of silence followed the last sample.
+    `reference` (optional) receives every block written, with the time it is heard, for the echo canceller.
     `sample_rate_hz` is the stream rate to ask for (None: the device default); a device that refuses it is opened
     at its default rate and everything is resampled. Answer ids must be unique per answer: the first-sample time
     is reported once per id, and `flush()` resolves (with None) every answer that has not started yet.
@@ -48,8 +50,10 @@ class SoundDeviceSink:
         max_queued_ms: int = 5000,
         tail_pad_ms: int = 50,
         latency: str | float = "low",
+        reference: EchoReference | None = None,
     ) -> None:
         self.device = device
+        self._reference = reference  # every block written is reported here: the echo canceller's far end
         self.sample_rate_hz = sample_rate_hz or 0  # the stream's rate; known after start() if None
         self._wanted_rate = sample_rate_hz
         self.block_ms = block_ms
@@ -168,6 +172,8 @@ class SoundDeviceSink:
                 events.append(("flushed", self._flush_gen))
             if self._space_wanted and pos:
                 events.append(("space",))
+        if self._reference is not None:  # silence too: the canceller's timeline must not skip
+            self._reference.played(bytes(outdata[:need]), rate, now)
         if events and self._loop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._on_events, events)

@@ -68,13 +68,14 @@ def build_microphone(settings: Settings):
                              queue_frames=a.capture_queue_frames, block_frames=a.capture_block_frames)
 
 
-def build_speaker(settings: Settings):
-    """The sounddevice playback stream on `[audio] output_device`."""
+def build_speaker(settings: Settings, *, reference=None):
+    """The sounddevice playback stream on `[audio] output_device`; every block it plays goes to `reference` (the
+    echo canceller's far end, app/ears.py) when one is given."""
     from ..adapters.sounddevice_io import SoundDeviceSink
 
     a = settings.audio
     return SoundDeviceSink(device=a.output_device, block_ms=a.output_block_ms, tail_pad_ms=a.pad_silence_ms,
-                           latency=a.output_latency_ms / 1000 if a.output_latency_ms else "low")
+                           latency=a.output_latency_ms / 1000 if a.output_latency_ms else "low", reference=reference)
 
 
 def list_devices():

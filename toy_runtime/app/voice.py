@@ -51,11 +51,14 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                     stream=None, transcript: bool | None = None) -> int:
     """The voice loop on real devices. Returns the exit code.
 
-    Push-to-talk (`[session] listen_mode = "push_to_talk"`, or the `ptt` command) opens sessions only on a talk
-    button or, with `keyboard`, on the keyboard (hold space, or Enter to start and stop); otherwise speech itself
-    opens them. `transcript`: show the live transcript on stdout (None: when stdout is a terminal outside systemd).
+    Push-to-talk (`[session] trigger = "button"`, or the `ptt` command) opens sessions only on a talk button or,
+    with `keyboard`, on the keyboard (hold space, or Enter to start and stop); `trigger = "wake_word"` on the wake
+    word (or a button); otherwise speech itself opens them. The microphone is heard through the front end of
+    `[ears]` (app/ears.py). `transcript`: show the live transcript on stdout (None: when stdout is a terminal
+    outside systemd).
     """
-    push_to_talk = keyboard or settings.session.listen_mode == "push_to_talk"
+    push_to_talk = keyboard or settings.session.trigger == "button"
+    wake_word = settings.session.trigger == "wake_word" and not keyboard
     from ..service.heap import tune_heap
     from ..service.startup import process_marks
 
@@ -63,6 +66,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
     marks = process_marks()
     marks.mark("settings")
+    from .ears import build_ears, load_canceller
     from .engines import (build_microphone, build_recognizer, build_speaker, build_synthesizer, build_vad,
                           check_voice_files, endpointer_config)
     from .runtime import build_console, build_runtime
@@ -137,11 +141,30 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     mic = ReopeningSource(lambda: build_microphone(settings), on_event=report_device)
     if console is not None:
         mic = console.metered(mic)
-    listener = Listener(mic, build_vad(settings), recognizer, endpointer_config(settings),
+
+    def on_wake(heard_at: float) -> None:
+        # the phrase is not the child's request: the utterance it was part of is dropped, what follows is heard
+        listener.restart()
+        runtime.audit.record(AuditKind.VOICE_WAKE_WORD, word=ears.wake.detector.name,
+                             ms_after_phrase=round((time.monotonic() - heard_at) * 1000, 1))
+        voice.post(OpenSession(reason="wake_word", earcon=settings.ears.earcon))
+
+    try:
+        ears_settings = settings if wake_word else _without_wake(settings)
+        ears = (await asyncio.to_thread(build_ears, ears_settings, mic, on_wake=on_wake) if wake_word
+                else build_ears(ears_settings, mic))  # cheap without the wake-word model
+    except (ValueError, ImportError, OSError) as exc:
+        await runtime.aclose()
+        if watchdog is not None:
+            watchdog.cancel()
+        raise StartError(f"[ears]: {exc}") from None
+    marks.mark("ears")
+    listener = Listener(ears.source, build_vad(settings), recognizer, endpointer_config(settings),
                         early_final_ms=settings.asr.early_final_ms)
     voice = voice_loop(runtime, listener, synthesizer,
-                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings), on_event=report_device),
-                       barge_in=settings.session.barge_in, open_on_speech=not push_to_talk,
+                       new_sink=lambda: ReopeningSink(lambda: build_speaker(settings, reference=ears.reference),
+                                                      on_event=report_device),
+                       barge_in=settings.barge_in, open_on_speech=not (push_to_talk or wake_word),
                        on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
@@ -156,7 +179,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         runtime.audit.record(AuditKind.RUNTIME_FAILED, reason=f"start-up: {exc}")
         voice.post(Stop())
 
-    link = scheduler_task = ptt_task = loading_task = None
+    link = scheduler_task = ptt_task = loading_task = wake_task = None
     shutdown = None
     try:
         async def on_button(event: HostEvent) -> None:
@@ -185,6 +208,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         # a remote `session.terminate` (or any end through the session boundary) closes the audio session too
         runtime.boundary.on_end(lambda session_id, reason: voice.post(CloseSession(reason=f"ended: {reason}")))
         await _open_mic(mic, listening=not push_to_talk)
+        if ears.wake is not None:
+            wake_task = asyncio.create_task(_arm_when_idle(runtime.signals, ears.wake), name="wake-word-arming")
         if view is not None:
             view.attach(runtime.signals)
         if keyboard:
@@ -202,10 +227,18 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         hint = (("hold space to talk (or Enter to start and stop), Ctrl-D to quit" if keys_are_live(sys.stdin)
                  else "press Enter to talk, Enter again to stop, Ctrl-D to quit") if keyboard
                 else "waiting for the talk button" if push_to_talk else "listening")
+        if wake_word:
+            hint = f"say {ears.wake.detector.name!r} to talk"
         print(f"ready in {ready_ms:.0f} ms — {hint}", file=stream, flush=True)
+        async def load_voice():
+            # the canceller first: it must be in place before the toy can make a sound (front_end.py)
+            await load("echo canceller", lambda s: load_canceller(s, ears))
+            print("ears: " + "; ".join(ears.describe()) + f"; barge-in {'on' if settings.barge_in else 'off'}",
+                  file=stream, flush=True)
+            return await load("voice", build_synthesizer)
+
         loading_task = asyncio.create_task(
-            _finish_loading(runtime, lambda: load("voice", build_synthesizer), voice_loaded, notifier, marks, mode),
-            name="finish-loading")
+            _finish_loading(runtime, load_voice, voice_loaded, notifier, marks, mode), name="finish-loading")
         loading_task.add_done_callback(loading_done)
         await voice.run(once=once)
         if failures:
@@ -218,7 +251,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         return 0
     finally:
         notifier.stopping("closing the audio session")
-        for task in (loading_task, ptt_task, scheduler_task, watchdog):
+        for task in (loading_task, ptt_task, scheduler_task, wake_task, watchdog):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -278,6 +311,25 @@ async def _finish_loading(runtime, load_voice, voice_loaded: asyncio.Future, not
     marks.mark("warm")
     runtime.audit.record(AuditKind.RUNTIME_WARM, since_start_ms=marks.marks["warm"], marks=dict(marks.marks))
     notifier.status(f"listening ({mode}); everything loaded")
+
+
+def _without_wake(settings: Settings) -> Settings:
+    """`settings` with the VAD as trigger: `ptt` on a profile that wakes on a word listens to the keyboard only."""
+    return settings.model_copy(update={"session": settings.session.model_copy(update={"trigger": "vad"})})
+
+
+async def _arm_when_idle(signals, wake) -> None:
+    """The wake word is listened for exactly while no session is open (idle), whatever opened or closed it."""
+    from ..signals import SessionState, StateSignal
+
+    queue = signals.subscribe()
+    try:
+        while True:
+            signal = await queue.get()
+            if isinstance(signal, StateSignal):
+                wake.arm(signal.state is SessionState.IDLE)
+    finally:
+        signals.unsubscribe(queue)
 
 
 async def _open_mic(mic, *, listening: bool) -> None:

@@ -99,9 +99,10 @@ class Utterance:
 
 @dataclass(frozen=True)
 class UtteranceDiscarded:
-    """An opened utterance that was dropped: too short, or the listener was paused while it was open."""
+    """An opened utterance that was dropped: too short, the listener was paused while it was open, or it carried
+    the wake word (what came after it is the request)."""
 
-    reason: Literal["too_short", "paused"]
+    reason: Literal["too_short", "paused", "wake_word"]
     speech_ms: float
 
 
@@ -157,6 +158,7 @@ class Listener:
         self._last_speech_end = 0.0
         self._audio_ms = 0.0
         self._discarded_ms: float | None = None
+        self._discard_reason: Literal["paused", "wake_word"] = "paused"
         # Early final: after this much silence in the hangover the recognizer is finished (None: at the endpoint).
         # The listener keeps the utterance's audio meanwhile, to replay it if speech resumes.
         hangover = self._endpointer.config.hangover_ms
@@ -189,6 +191,14 @@ class Listener:
             self._abandon()
         self._endpointer.reset()
 
+    def restart(self) -> None:
+        """Drop the utterance in progress and listen afresh (the wake word was in it: what follows is the request)."""
+        if self._endpointer.in_speech:
+            self._discarded_ms = (self._last_speech_end - self._speech_started_at) * 1000.0
+            self._discard_reason = "wake_word"
+            self._abandon()
+        self._endpointer.reset()
+
     async def utterances(self) -> AsyncIterator[Utterance]:
         """Only the finished utterances of `events()`."""
         async for event in self.events():
@@ -200,8 +210,8 @@ class Listener:
         try:
             async for frame in self._source:
                 if self._discarded_ms is not None:
-                    yield UtteranceDiscarded("paused", self._discarded_ms)
-                    self._discarded_ms = None
+                    yield UtteranceDiscarded(self._discard_reason, self._discarded_ms)
+                    self._discarded_ms, self._discard_reason = None, "paused"
                 if self._paused:
                     if self._relax is not None and not self._relaxed:
                         self._relaxed = True  # deaf: no frame is needed at once

@@ -66,6 +66,12 @@ class Resampler:
         """Input samples that must arrive before an output sample can be produced (filter look-ahead)."""
         return self._half
 
+    @property
+    def held_input_samples(self) -> float:
+        """Input received whose output has not been produced yet: the next output sample sits this many input
+        samples before the end of what was fed (used to time-stamp the output)."""
+        return self._n_in - self._n_out * self._down / self._up
+
     def process(self, pcm: bytes | np.ndarray) -> bytes:
         """Feed input PCM; return all output PCM that the input so far determines."""
         x = pcm_to_array(pcm)

@@ -11,6 +11,7 @@ import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping, TextIO
 
 from ..config import ConfigError, Settings, load_settings
+from .ears import check_ears
 from .engines import check_asr, check_tts
 from .host import check_alsa_control, check_audio_input, check_audio_output, check_state_dir
 from .search import check_search
@@ -20,15 +21,17 @@ from .verdict import CheckResult, Verdict, fail, ok
 
 __all__ = ["CHECKS", "DEFAULT_TIMEOUTS_S", "diagnose", "register", "run_doctor"]
 
-CHECKS = ("config", "state-dir", "audio-input", "audio-output", "asr", "tts", "alsa-control", "broker", "llm", "search")
+CHECKS = ("config", "state-dir", "audio-input", "audio-output", "ears", "asr", "tts", "alsa-control", "broker", "llm",
+          "search")
 DEFAULT_TIMEOUTS_S: dict[str, float] = {
-    "state-dir": 10.0, "audio-input": 10.0, "audio-output": 10.0,
+    "state-dir": 10.0, "audio-input": 10.0, "audio-output": 10.0, "ears": 20.0,
     "asr": 120.0, "tts": 120.0,  # a large vosk model on a Pi takes tens of seconds
     "alsa-control": 10.0, "broker": 10.0, "llm": 30.0, "search": 40.0,  # searxng max timeout is 30 s
 }
 
 _CHECK_FUNCS: dict[str, Callable[[Settings], Awaitable[Verdict]]] = {
     "state-dir": check_state_dir, "audio-input": check_audio_input, "audio-output": check_audio_output,
+    "ears": check_ears,
     "asr": check_asr, "tts": check_tts, "alsa-control": check_alsa_control, "broker": check_broker, "llm": check_llm,
     "search": check_search,
 }

@@ -34,6 +34,8 @@ class VoiceTurnRecord:
     spoken: list[str] = field(default_factory=list)
     terminated: bool = False
     interrupted: bool = False
+    barge_in_stop_ms: float | None = None  # from the child's first word over the toy to its playback stopped
+    heard: list[str] | None = None  # an interrupted turn: what the child heard before the stop
     turn_id: str | None = None
 
     def waterfall_ms(self) -> dict[str, float | None]:
@@ -78,4 +80,5 @@ class VoiceTurnRecord:
             "spoken": self.spoken,
             "terminated": self.terminated,
             "interrupted": self.interrupted,
+            **({"barge_in_stop_ms": self.barge_in_stop_ms, "heard": self.heard} if self.interrupted else {}),
         }

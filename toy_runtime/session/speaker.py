@@ -26,6 +26,22 @@ class AnswerMarks:
     first_clause_synthesized_at: float | None = None
     first_audio_at: float | None = None
     spoken: list[str] = field(default_factory=list)
+    # every sentence handed to the sink, in play order, with its seconds of audio (a cut-off one: what was queued)
+    queued: list[tuple[Speech, float]] = field(default_factory=list)
+
+
+def heard_part(text: str, fraction: float) -> str:
+    """The first `fraction` of a sentence's words (characters for Chinese), as heard when it was cut off: whole
+    words only, '…' after them; '' when not even one word was heard."""
+    from ..language import has_cjk
+
+    units = list(text) if has_cjk(text) else text.split()
+    keep = int(len(units) * max(0.0, min(1.0, fraction)))
+    if keep <= 0:
+        return ""
+    if keep >= len(units):
+        return text
+    return ("" if has_cjk(text) else " ").join(units[:keep]).rstrip(" ,，、;；:：") + "…"
 
 
 class TurnSpeaker:
@@ -42,6 +58,28 @@ class TurnSpeaker:
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=queue_size)  # bounded: text waits, never piles up
         self._first_sample_waiters: list[asyncio.Task] = []
         self._task = asyncio.create_task(self._run(), name=f"speak:{turn_id}")
+
+    def heard(self, until: float) -> list[Speech]:
+        """What of this turn sounded before `until` (the moment playback was stopped): each answer's sentences from
+        its first sample on, back to back, the one cut off shortened to the words that had played. An answer that
+        never sounded contributes nothing. (Gaps inside an answer are rare and counted by the sink; ignoring them
+        can only credit a word or two too many.)"""
+        heard: list[Speech] = []
+        for answer in sorted(self.marks):
+            marks = self.marks[answer]
+            if marks.first_audio_at is None or marks.first_audio_at >= until:
+                continue
+            left = until - marks.first_audio_at
+            for speech, seconds in marks.queued:
+                if left >= seconds:
+                    heard.append(speech)
+                    left -= seconds
+                    continue
+                part = heard_part(speech.text, left / seconds if seconds > 0 else 0.0)
+                if part:
+                    heard.append(Speech(speech.answer, part, kind=speech.kind))
+                break
+        return heard
 
     def answer_id(self, answer: int) -> str:
         return f"{self.turn_id}.a{answer}"
@@ -89,14 +127,19 @@ class TurnSpeaker:
             marks = self.marks[speech.answer]
             if marks.first_clause_started_at is None:
                 marks.first_clause_started_at = self.clock()
+            seconds = 0.0
             try:
                 async for piece in self.synthesizer.synthesize(speech.text):
                     if marks.first_clause_synthesized_at is None:
                         marks.first_clause_synthesized_at = self.clock()
                     await self.sink.play(piece.pcm, piece.sample_rate_hz, self.answer_id(speech.answer))
+                    seconds += len(piece.pcm) / 2 / piece.sample_rate_hz
             except asyncio.CancelledError:
+                if seconds:
+                    marks.queued.append((speech, seconds))  # its first pieces may already be sounding
                 raise
             except Exception as exc:  # one sentence that cannot be synthesized or played must not end the turn
                 self.failures.append(f"{type(exc).__name__}: {exc}")
                 continue
+            marks.queued.append((speech, seconds))
             marks.spoken.append(speech.text)

@@ -385,6 +385,12 @@ class TurnRunner:
                              "content": json.dumps(body, ensure_ascii=False)})
         return messages
 
+    def remember_interrupted(self, text: str, heard: Sequence[Speech]) -> None:
+        """A turn the child cut off (barge-in): its words and only what the toy had said out loud by then enter the
+        history, so the next answer neither repeats the unheard rest nor builds on it as if it had been said."""
+        self.conversation.add("user", text)
+        self.conversation.add("assistant", " ".join(s.text for s in heard if s.kind != "holding"))
+
     def end_session(self, reason: str = "session_ended") -> None:
         """The conversation is over (idle, closed, stopped): whatever still waits for the child's yes is dropped."""
         self.confirmations.cancel(reason)

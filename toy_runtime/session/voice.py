@@ -34,6 +34,7 @@ class OpenSession:
     reason: str
     announce: str | None = None  # text to speak as soon as it opens (e.g. a reminder)
     done: asyncio.Future | None = None  # resolved True once the announcement was spoken
+    earcon: bool = False  # a short chime as it opens: the wake word was heard, the toy listens
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,10 @@ class VoiceLoop:
         reason = "closed"
         try:
             await self._open_output()
+            if isinstance(first, OpenSession) and first.earcon and self.sink is not None:
+                from ..audio.earcon import earcon_pcm  # numpy: only once a wake word was heard
+
+                await self.sink.play(earcon_pcm(16000), 16000, f"earcon{self.sessions}")  # queued, not awaited
             self._set_state(SessionState.LISTENING)
             self.audit.record(AuditKind.VOICE_SESSION_OPENED, session_id=self.runner.conversation.session_id,
                               trigger=type(first).__name__, reason=getattr(first, "reason", None))
@@ -281,10 +286,18 @@ class VoiceLoop:
                 interrupted_by = await self._watch_for_barge_in(driver, pump)
                 if interrupted_by is not None and not driver.done():
                     record.interrupted = True
-                    driver.cancel()
+                    driver.cancel()  # asked first, so no event starts while the audio stops
+                    await speaker.cancel()  # playback stops within one block
+                    stopped_at = self.clock()
                     await asyncio.gather(driver, return_exceptions=True)
-                    await speaker.cancel()
-                    self.audit.record(AuditKind.VOICE_BARGE_IN, turn=self._turns)
+                    heard = speaker.heard(stopped_at)
+                    if heard:  # nothing heard: nothing recorded (the roles keep alternating; the next words follow)
+                        self.runner.remember_interrupted(utterance.text, heard)
+                    record.heard = [s.text for s in heard if s.kind != "holding"]
+                    spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
+                    record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
+                    self.audit.record(AuditKind.VOICE_BARGE_IN, turn=self._turns, stop_ms=record.barge_in_stop_ms,
+                                      heard=record.heard)
         except asyncio.CancelledError:
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)

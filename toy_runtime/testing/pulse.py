@@ -101,6 +101,7 @@ class VirtualSoundCard:
         self._dir: Path | None = None
         self._proc: subprocess.Popen | None = None
         self._recordings: list[Recording] = []
+        self._noise: list[subprocess.Popen] = []
 
     # -- life cycle ------------------------------------------------------------------------------------------
 
@@ -192,6 +193,9 @@ class VirtualSoundCard:
         for rec in self._recordings:
             rec.stop()
         self._recordings.clear()
+        for noise in self._noise:
+            end_process(noise, timeout_s=2)
+        self._noise.clear()
         proc, self._proc = self._proc, None
         if proc is not None:
             end_process(proc, timeout_s=5)
@@ -298,6 +302,49 @@ class VirtualSoundCard:
         else:
             threading.Thread(target=feed, name="pacat-feeder", daemon=True).start()
         return proc
+
+    def add_echo_path(self, *, delay_ms: int = 60, gain_db: float = -6.0) -> int:
+        """The echo rig: what the speaker plays comes back into the mic `delay_ms` later (PulseAudio's loopback,
+        which holds that latency by adjusting its rate: a real, slightly wandering delay) and `gain_db` quieter, as
+        from a speaker a few centimetres from the toy's one microphone. Returns the module index (for
+        `remove_module`)."""
+        before = self._loopback_inputs()
+        index = int(self.pactl("load-module", "module-loopback", f"source={SPEAKER_SINK}.monitor",
+                               f"sink={MIC_SINK}", f"latency_msec={delay_ms}", "channels=1",
+                               "source_dont_move=true", "sink_dont_move=true", "adjust_time=0").strip())
+        for sink_input in self._loopback_inputs() - before:
+            self.pactl("set-sink-input-volume", sink_input, f"{gain_db:.1f}dB")
+        return index
+
+    def add_room_noise(self, pcm: bytes, sample_rate_hz: int) -> subprocess.Popen:
+        """Loop `pcm` (int16 mono, at the level it should have) into the mic for as long as the card runs: the
+        room's fan, TV or other voices. Stopped with the card, or with `.terminate()` on the returned process."""
+        loop_s = max(1, len(pcm) // (2 * sample_rate_hz))
+        repeats = max(1, 3600 // loop_s)  # an hour of it: longer than any test or bench
+        proc = subprocess.Popen(
+            ["pacat", "--playback", f"--device={MIC_SINK}", "--raw", "--format=s16le", "--channels=1",
+             f"--rate={sample_rate_hz}", "--latency-msec=300"],
+            env=self.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            try:
+                for _ in range(repeats):
+                    proc.stdin.write(pcm)
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # stopped
+
+        threading.Thread(target=feed, name="room-noise", daemon=True).start()
+        self._noise.append(proc)
+        return proc
+
+    def remove_module(self, index: int) -> None:
+        """Unload a module this card loaded (an echo path)."""
+        self.pactl("unload-module", str(index))
+
+    def _loopback_inputs(self) -> set[str]:
+        out = self.pactl("list", "short", "sink-inputs")
+        return {line.split("\t")[0] for line in out.splitlines() if "module-loopback" in line}
 
     def start_recording(self, *, source: str = f"{SPEAKER_SINK}.monitor", sample_rate_hz: int = 16000
                         ) -> Recording:

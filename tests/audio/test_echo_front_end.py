@@ -1,0 +1,302 @@
+"""The capture front end's parts without a sound card: the speaker's reference on the capture clock, the stage that
+feeds it to a canceller with each mic frame, its residual gate, the wake-word stage, and what an interrupted
+answer leaves in the history."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from toy_runtime.audio.echo_reference import EchoReference
+from toy_runtime.audio.echo_stage import EchoCancelledSource
+from toy_runtime.audio.wake_stage import WakeWordSource
+from toy_runtime.fakes.audio import ListSource
+from toy_runtime.fakes.echo import PassThroughCanceller, SubtractingCanceller
+from toy_runtime.ports.audio import AudioFrame
+from toy_runtime.ports.echo import EchoCanceller
+from toy_runtime.session.items import Speech
+from toy_runtime.session.speaker import AnswerMarks, TurnSpeaker, heard_part
+
+RATE = 16000
+
+
+def ramp(n: int, start: int = 0) -> bytes:
+    """int16 samples start, start+1, … (each sample says where it came from)."""
+    return (np.arange(start, start + n) % 30000).astype(np.int16).tobytes()
+
+
+def samples(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, np.int16)
+
+
+# -- EchoReference ------------------------------------------------------------------------------------------
+
+
+def test_the_reference_hands_out_what_was_sounding_at_the_capture_time():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(10):  # 10 blocks of 10 ms, the first heard at t = 100.0 s
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    got = samples(ref.take(100.025, 160))
+    assert got[0] == 400 and got[-1] == 559  # 25 ms in: sample 400 onwards
+
+
+def test_consecutive_frames_read_consecutive_samples_whatever_the_timestamp_jitter():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(50):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    jitter = [0.0, 0.004, -0.003, 0.006, -0.005, 0.002]
+    out = [samples(ref.take(100.0 + 0.02 * i + jitter[i], 320)) for i in range(6)]
+    joined = np.concatenate(out)
+    # without the read cursor the jitter would skip or repeat ~100 samples between frames
+    assert np.array_equal(joined, np.arange(0, 1920)), np.flatnonzero(np.diff(joined) != 1)[:5]
+
+
+def test_a_capture_gap_moves_the_read_position():
+    ref = EchoReference(RATE, lead_ms=0, resync_ms=30)
+    for k in range(100):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    ref.take(100.0, 320)
+    got = samples(ref.take(100.5, 320))  # half a second later (frames were dropped): re-anchored there
+    assert got[0] == 8000
+
+
+def test_the_lead_reads_slightly_ahead_of_the_capture():
+    ref = EchoReference(RATE, lead_ms=10)
+    for k in range(10):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    assert samples(ref.take(100.0, 160))[0] == 160
+
+
+def test_nothing_played_is_silence_and_a_pause_in_playback_is_silence_too():
+    ref = EchoReference(RATE, lead_ms=0)
+    assert not samples(ref.take(5.0, 160)).any()
+    ref.played(ramp(160, 1), RATE, 100.0)
+    ref.played(ramp(160, 1), RATE, 100.2)  # the stream paused 190 ms
+    assert not samples(ref.take(100.05, 160)).any()
+    assert ref.resyncs == 1
+    assert samples(ref.take(100.2, 160))[0] == 1
+
+
+def test_a_speaker_at_another_rate_is_resampled_onto_the_capture_clock():
+    ref = EchoReference(RATE, lead_ms=0)
+    t = np.arange(22050) / 22050
+    tone = (8000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16).tobytes()
+    for k in range(50):
+        ref.played(tone[k * 882 : (k + 1) * 882], 22050, 50.0 + 0.02 * k)  # 441 samples: 20 ms
+    got = samples(ref.take(50.3, 1600)).astype(float)
+    expected = 8000 * np.sin(2 * np.pi * 440 * (0.3 + np.arange(1600) / RATE))
+    assert np.corrcoef(got, expected)[0, 1] > 0.99 and ref.resyncs == 0
+
+
+# -- EchoCancelledSource -------------------------------------------------------------------------------------
+
+
+def echo_scene(frames: int = 50, *, feed: bool = True, child_from: int | None = None):
+    """A speaker playing noise that comes back into the mic unchanged, at the same moment (a perfect echo path)."""
+    rng = np.random.default_rng(3)
+    played = (rng.normal(0, 3000, frames * 320)).astype(np.int16)
+    child = (rng.normal(0, 2000, frames * 320)).astype(np.int16)
+    mic = played.astype(np.int32).copy()
+    if child_from is not None:
+        mic[child_from * 320 :] += child[child_from * 320 :]
+    ref = EchoReference(RATE, lead_ms=0)
+    if feed:
+        for k in range(frames * 2):
+            ref.played(played[k * 160 : (k + 1) * 160].tobytes(), RATE, 10.0 + 0.01 * k)
+    source = ListSource(np.clip(mic, -32768, 32767).astype(np.int16).tobytes(), frame_ms=20)
+    return played, child, ref, source
+
+
+async def collect(stage, n: int) -> list[AudioFrame]:
+    out = []
+    async for frame in stage:
+        out.append(frame)
+        if len(out) == n:
+            break
+    return out
+
+
+def retimed(frame: AudioFrame, index: int) -> AudioFrame:
+    return AudioFrame(frame.pcm, frame.sample_rate_hz, 10.0 + 0.02 * index)
+
+
+async def test_the_stage_gives_each_mic_frame_its_moments_reference():
+    played, _, ref, source = echo_scene()
+    stage = EchoCancelledSource(source, SubtractingCanceller(RATE), ref)
+    await source.start()
+    frames = [f async for f in source][:50]
+    cleaned = [stage.clean(retimed(f, i)) for i, f in enumerate(frames)]
+    assert all(not samples(c.pcm).any() for c in cleaned)  # the echo, exactly removed
+    assert stage.stats.render_frames == 100 and stage.stats.erle_db > 60
+    assert "reference fed" in stage.describe()
+
+
+async def test_without_the_reference_the_echo_stays():
+    _, _, ref, source = echo_scene(feed=False)
+    stage = EchoCancelledSource(source, SubtractingCanceller(RATE), ref)
+    await source.start()
+    frames = [f async for f in source][:50]
+    cleaned = [stage.clean(retimed(f, i)) for i, f in enumerate(frames)]
+    assert np.mean([np.abs(samples(c.pcm)).mean() for c in cleaned]) > 1000
+    assert stage.stats.render_frames == 0 and "no reference yet" in stage.describe()
+
+
+class LeakyCanceller(SubtractingCanceller):
+    """Leaves 1 % of the echo (-40 dB): the residual a real canceller leaves, which the gate turns to silence."""
+
+    def __init__(self) -> None:
+        super().__init__(RATE, gain=0.99)
+
+
+async def test_the_residual_gate_silences_leftover_echo_but_never_the_child():
+    played, child, ref, source = echo_scene(child_from=25)
+    stage = EchoCancelledSource(source, LeakyCanceller(), ref)
+    await source.start()
+    frames = [f async for f in source][:50]
+    cleaned = [samples(stage.clean(retimed(f, i)).pcm) for i, f in enumerate(frames)]
+    assert all(not c.any() for c in cleaned[:25])  # echo only: residual gated to digital silence
+    for i in range(25, 50):  # the child over the toy: passed through, whole
+        expected = child[i * 320 : (i + 1) * 320].astype(float) + 0.01 * played[i * 320 : (i + 1) * 320]
+        assert np.allclose(cleaned[i], expected, atol=2)
+    assert stage.gated == 50
+
+
+async def test_the_pass_through_changes_nothing_and_gates_nothing():
+    _, _, ref, source = echo_scene()
+    stage = EchoCancelledSource(source, PassThroughCanceller(RATE), ref)
+    await source.start()
+    frames = [f async for f in source][:10]
+    assert [stage.clean(f).pcm for f in frames] == [f.pcm for f in frames] and stage.gated == 0
+
+
+def test_the_fakes_and_the_adapter_keep_the_port():
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+
+    for canceller in (PassThroughCanceller(RATE), SubtractingCanceller(RATE), WebRtcAudioProcessor(RATE)):
+        assert isinstance(canceller, EchoCanceller)
+        out = canceller.process(bytes(320), bytes(320))
+        assert len(out) == 320 and canceller.describe()
+
+
+def test_the_webrtc_canceller_refuses_a_frame_that_is_not_10_ms():
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+
+    with pytest.raises(ValueError, match="10 ms"):
+        WebRtcAudioProcessor(RATE).process(bytes(640), bytes(640))
+
+
+def test_the_webrtc_canceller_removes_a_synthetic_echo():
+    """AEC3 on a fixed echo path (60 ms, two reflections, -6 dB) with no delay hint: ≥ 25 dB gone after 2 s."""
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+
+    rng = np.random.default_rng(11)
+    # speech-like: noise bursts with pauses, so the canceller sees onsets as in speech
+    far = rng.normal(0, 4000, RATE * 6) * np.repeat(rng.random(60) > 0.3, RATE // 10)
+    h = np.zeros(1200)
+    h[960], h[1100], h[1180] = 0.5, 0.15, 0.05
+    echo = np.convolve(far, h)[: len(far)] + rng.normal(0, 20, len(far))
+    apm = WebRtcAudioProcessor(RATE, noise_suppression=False)
+    out = np.concatenate([samples(apm.process(np.clip(echo[i : i + 160], -32768, 32767).astype(np.int16).tobytes(),
+                                              far[i : i + 160].astype(np.int16).tobytes()))
+                          for i in range(0, len(far) - 160, 160)])
+    tail = slice(2 * RATE, len(out))
+    erle = 10 * np.log10(np.mean(echo[tail] ** 2) / (np.mean(out[tail].astype(float) ** 2) + 1e-3))
+    assert erle >= 25, erle
+
+
+# -- the wake-word stage -------------------------------------------------------------------------------------
+
+
+class FiresOnLoud:
+    """A detector that fires on the first frame louder than 1000 (RMS)."""
+
+    name = "loud"
+
+    def __init__(self) -> None:
+        self.fed = 0
+        self.resets = 0
+
+    def process(self, pcm: bytes) -> bool:
+        self.fed += 1
+        return float(np.sqrt(np.mean(samples(pcm).astype(float) ** 2))) > 1000
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+async def test_the_wake_stage_fires_once_then_waits_to_be_armed_again():
+    loud = (np.full(320, 3000)).astype(np.int16).tobytes()
+    source = ListSource([bytes(640), loud, loud, bytes(640), loud], frame_ms=20)
+    woke: list[float] = []
+    detector = FiresOnLoud()
+    stage = WakeWordSource(source, detector, woke.append)
+    await stage.start()
+    frames = await collect(stage, 3)
+    assert len(woke) == 1 and not stage.armed and stage.detections == 1
+    assert [f.pcm for f in frames] == [bytes(640), loud, loud]  # frames pass through unchanged
+    fed = detector.fed
+    stage.arm(True)
+    await collect(stage, 2)
+    assert detector.fed == fed + 2 and len(woke) == 2
+
+
+# -- what an interrupted answer leaves ---------------------------------------------------------------------
+
+
+def test_heard_part_keeps_whole_words_in_proportion():
+    assert heard_part("one two three four", 0.5) == "one two…"
+    assert heard_part("one two three four", 1.0) == "one two three four"
+    assert heard_part("one two three four", 0.1) == ""
+    assert heard_part("好的，我们来讲一个故事", 0.5) == "好的，我们…"
+
+
+class _NoSink:
+    pass
+
+
+def test_the_speaker_reports_what_sounded_before_the_stop():
+    speaker = TurnSpeaker.__new__(TurnSpeaker)  # only the bookkeeping: no synthesizer or sink needed
+    speaker.marks = {
+        0: AnswerMarks(first_audio_at=10.0, queued=[(Speech(0, "Hmm, let me think.", kind="holding"), 1.0)]),
+        1: AnswerMarks(first_audio_at=12.0, queued=[(Speech(1, "Once upon a time."), 1.0),
+                                                    (Speech(1, "A fox ran to the river to drink."), 2.0)]),
+        2: AnswerMarks(first_audio_at=None, queued=[(Speech(2, "I turned it down."), 1.0)]),
+    }
+    heard = speaker.heard(14.0)
+    assert [s.text for s in heard] == ["Hmm, let me think.", "Once upon a time.", "A fox ran to…"]
+    assert speaker.heard(11.0)[-1].kind == "holding" and len(speaker.heard(11.0)) == 1
+    assert speaker.heard(9.0) == []
+
+
+def test_barge_in_follows_echo_cancellation_unless_set():
+    from toy_runtime.config import load_settings
+
+    assert load_settings(env={}).barge_in is True
+    assert load_settings(env={"TOY_EARS__ECHO_CANCELLATION": "false"}).barge_in is False
+    assert load_settings(env={"TOY_EARS__ECHO_CANCELLATION": "false", "TOY_SESSION__BARGE_IN": "true"}).barge_in
+    assert load_settings(env={"TOY_SESSION__BARGE_IN": "false"}).barge_in is False
+
+
+async def test_listener_restart_drops_the_utterance_that_carried_the_wake_word():
+    from toy_runtime.audio.endpointer import EndpointerConfig
+    from toy_runtime.audio.listener import Listener, Utterance, UtteranceDiscarded
+    from toy_runtime.fakes.audio import ScriptedASR, ScriptedVAD, silence, tone
+
+    pcm = silence(300) + tone(600) + silence(100) + tone(600) + silence(800)
+    source = ListSource(pcm, frame_ms=20)
+    listener = Listener(source, ScriptedVAD(), ScriptedASR(["okay nabu turn it down", "turn it down"]),
+                        EndpointerConfig(hangover_ms=300, min_utterance_ms=100, start_ms=40))
+    events = []
+    await source.start()
+    restarted = False
+    async for event in listener.events():
+        events.append(event)
+        if not restarted and listener.endpointer.in_speech:
+            listener.restart()  # the wake word was heard inside the first burst
+            restarted = True
+    kinds = [type(e).__name__ for e in events]
+    assert any(isinstance(e, UtteranceDiscarded) and e.reason == "wake_word" for e in events), kinds
+    assert len([e for e in events if isinstance(e, Utterance)]) >= 1
+    await listener.aclose()

@@ -1,0 +1,82 @@
+"""The capture front end, assembled from `[ears]`: microphone → echo canceller (+ noise suppression) → wake word.
+
+Only what is switched on is built: with everything off the listener reads the microphone directly (idle CPU as
+before). The speaker reports what it plays to `reference`, the canceller's far end; the same `EchoReference`
+outlives every session's output stream, so the filter stays converged from one answer to the next. The canceller
+itself is put in after READY (`load_canceller`, before the voice: audio/front_end.py says why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..config import Settings
+
+__all__ = ["Ears", "build_ears", "load_canceller"]
+
+
+@dataclass
+class Ears:
+    """What the voice loop listens through, and the parts the console, doctor and tests look at."""
+
+    source: Any  # an AudioSource: the microphone, possibly wrapped
+    reference: Any = None  # audio.echo_reference.EchoReference for every speaker (None: no echo cancellation)
+    front_end: Any = None  # audio.front_end.FrontEndSource (None: echo cancellation and noise suppression off)
+    wake: Any = None  # audio.wake_stage.WakeWordSource (None: the trigger is not the wake word)
+
+    def describe(self) -> list[str]:
+        """One line per stage for `run`'s start-up, the console and `doctor`."""
+        lines = [self.front_end.describe() if self.front_end is not None
+                 else "echo cancellation: off, noise suppression: off"]
+        if self.wake is not None:
+            lines.append(f"wake word: {self.wake.detector.name!r}")
+        return lines
+
+    @property
+    def echo(self) -> Any:
+        """The installed EchoCancelledSource (None until loaded, or when off)."""
+        return self.front_end.processor if self.front_end is not None else None
+
+
+def build_ears(settings: Settings, mic: Any, *, on_wake: Callable[[float], None] | None = None) -> Ears:
+    """The front end's slots over `mic` as `[ears]` and `[session] trigger` ask. Cheap, except the wake-word
+    model, which listening needs at once (blocking: call it from a worker thread)."""
+    e = settings.ears
+    ears = Ears(source=mic)
+    if e.echo_cancellation or e.noise_suppression or e.auto_gain:
+        from importlib.util import find_spec
+
+        if find_spec("livekit") is None:  # a start error now, not a failure after READY when it loads
+            raise ValueError("echo cancellation and noise suppression need the livekit package (pip install "
+                             "livekit), or set [ears] echo_cancellation = false and noise_suppression = false")
+        from ..audio.echo_reference import EchoReference
+        from ..audio.front_end import FrontEndSource
+
+        if e.echo_cancellation:
+            ears.reference = EchoReference(settings.audio.sample_rate_hz)
+        ears.front_end = ears.source = FrontEndSource(mic)
+    if settings.session.trigger == "wake_word":
+        from ..adapters.micro_wakeword import MicroWakeWordDetector
+        from ..audio.wake_stage import WakeWordSource
+
+        detector = MicroWakeWordDetector(e.wake_word_model, probability_cutoff=e.wake_word_cutoff)
+        ears.wake = ears.source = WakeWordSource(ears.source, detector, on_wake or (lambda _at: None))
+    return ears
+
+
+def load_canceller(settings: Settings, ears: Ears) -> None:
+    """Load the canceller (WebRTC APM, numpy) and put it into the front end's slot (blocking: a worker thread)."""
+    if ears.front_end is None:
+        return
+    from ..adapters.webrtc_apm import WebRtcAudioProcessor
+    from ..audio.echo_reference import EchoReference
+    from ..audio.echo_stage import EchoCancelledSource
+
+    e = settings.ears
+    rate = settings.audio.sample_rate_hz
+    canceller = WebRtcAudioProcessor(rate, echo_cancellation=e.echo_cancellation,
+                                     noise_suppression=e.noise_suppression, auto_gain=e.auto_gain)
+    # with echo cancellation off the canceller ignores its render frames: a reference nobody feeds will do
+    reference = ears.reference if ears.reference is not None else EchoReference(rate)
+    ears.front_end.install(EchoCancelledSource(ears.front_end.source, canceller, reference))

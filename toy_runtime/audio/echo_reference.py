@@ -1,0 +1,131 @@
+"""What the speaker played, on the capture clock: the far-end signal the echo canceller needs.
+
+The speaker's PortAudio callback calls `played()` with every block it hands to the device (silence included) and
+the time that block's first sample reaches the DAC (PortAudio's estimate, on `time.monotonic()`). The capture side
+asks `take(t, n)` for the n samples that were sounding at capture time t, so the render frame given with each mic
+frame belongs to the same moment whatever the two streams' buffering. Small errors are left to the canceller's own
+delay estimate (AEC3 adapts); a block more than `resync_ms` away from where the running sample count puts it (a
+stream restart, an underrun, clock drift) re-anchors the timeline.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .resample import Resampler
+
+__all__ = ["EchoReference"]
+
+
+class EchoReference:
+    """A short history of the speaker's output at `sample_rate_hz`, indexed by the time each sample was heard.
+
+    `played()` is safe to call from the audio thread: it only appends to a bounded deque (atomic in CPython);
+    the resampling and bookkeeping happen on the reading side, in `take()`. numpy is imported by the first
+    `take()`: a speaker can be handed a reference before READY without putting numpy on the listening path.
+    """
+
+    def __init__(self, sample_rate_hz: int = 16000, *, keep_s: float = 2.0, resync_ms: float = 30.0,
+                 lead_ms: float = 10.0) -> None:
+        self.sample_rate_hz = sample_rate_hz
+        # Render a little ahead of the capture frame: AEC3 finds echoes that arrive after their reference, never
+        # before, so an estimate a few ms late must not put the reference behind its echo (10 ms of slack).
+        self.lead_s = lead_ms / 1000.0
+        self._keep = int(keep_s * sample_rate_hz)
+        self._resync_s = resync_ms / 1000.0
+        self._incoming: deque[tuple[bytes, int, float]] = deque(maxlen=1024)  # (pcm, rate, dac time of sample 0)
+        self._resamplers: dict[int, Resampler] = {}
+        self._ring: np.ndarray | None = None  # created by the first take()
+        self._start_s: float | None = None  # the time of self._ring[0]
+        self._read_s: float | None = None  # the time of the next sample `take` hands out
+        self.blocks = 0  # blocks the speaker reported (the reference is fed)
+        self.resyncs = 0  # times the timeline was re-anchored
+
+    # -- speaker side (PortAudio thread) --------------------------------------------------------------------
+
+    def played(self, pcm: bytes, sample_rate_hz: int, dac_time_s: float) -> None:
+        """One block handed to the device, first sample heard at `dac_time_s`. Cheap; never blocks."""
+        self._incoming.append((pcm, sample_rate_hz, dac_time_s))
+
+    # -- capture side (event loop) ----------------------------------------------------------------------------
+
+    def take(self, capture_time_s: float, samples: int) -> bytes:
+        """The render samples for a capture frame starting at `capture_time_s` (silence where nothing played).
+
+        Consecutive frames read consecutive samples: a capture timestamp jitters by a few ms from one device
+        callback to the next, and a render stream that skipped or repeated samples with it would look like a
+        moving echo path to the canceller (measured: residual echo bursts at every answer). Only a frame more than
+        `resync_ms` from the read position moves it (a capture restart, a dropped frame).
+        """
+        import numpy as np
+
+        self._absorb()
+        out = np.zeros(samples, dtype=np.int16)
+        wanted = capture_time_s + self.lead_s
+        if self._read_s is None or abs(wanted - self._read_s) > self._resync_s:
+            self._read_s = wanted
+        at, self._read_s = self._read_s, self._read_s + samples / self.sample_rate_hz
+        if self._start_s is None or self._ring is None:
+            return out.tobytes()
+        first = int(round((at - self._start_s) * self.sample_rate_hz))
+        lo, hi = max(first, 0), min(first + samples, len(self._ring))
+        if hi > lo:
+            out[lo - first : hi - first] = self._ring[lo:hi]
+        return out.tobytes()
+
+    @property
+    def end_s(self) -> float | None:
+        """The time just after the last sample known (None before the speaker played anything)."""
+        if self._start_s is None or self._ring is None:
+            return None
+        return self._start_s + len(self._ring) / self.sample_rate_hz
+
+    def _absorb(self) -> None:
+        import numpy as np
+
+        from .resample import Resampler
+
+        if self._ring is None:
+            self._ring = np.zeros(0, dtype=np.int16)
+        while self._incoming:
+            pcm, rate, at = self._incoming.popleft()
+            self.blocks += 1
+            if rate != self.sample_rate_hz:
+                resampler = self._resamplers.get(rate) or self._resamplers.setdefault(
+                    rate, Resampler(rate, self.sample_rate_hz))
+                # its first output sample belongs to input it held back from earlier blocks: that much earlier
+                at -= resampler.held_input_samples / rate
+                data = resampler.process(pcm)
+            else:
+                data = pcm
+            if data:
+                self._place(np.frombuffer(data, dtype=np.int16), at)
+        if len(self._ring) > self._keep:
+            cut = len(self._ring) - self._keep
+            self._ring = self._ring[cut:]
+            assert self._start_s is not None
+            self._start_s += cut / self.sample_rate_hz
+
+    def _place(self, block: np.ndarray, at: float) -> None:
+        import numpy as np
+
+        end = self.end_s
+        if end is None or abs(at - end) > self._resync_s:
+            if end is not None:
+                self.resyncs += 1
+            if end is not None and 0 < at - end < self._keep / self.sample_rate_hz:
+                gap = int(round((at - end) * self.sample_rate_hz))  # the stream paused: silence was heard
+                self._ring = np.concatenate([self._ring, np.zeros(gap, dtype=np.int16), block])
+                return
+            if end is not None and at < end and self._start_s is not None and at > self._start_s:
+                keep = int(round((at - self._start_s) * self.sample_rate_hz))  # re-heard: the newer block wins
+                self._ring = np.concatenate([self._ring[:keep], block])
+                return
+            self._ring, self._start_s = block.copy(), at
+            return
+        # within the tolerance the running sample count is the better clock (PortAudio's estimate jitters)
+        self._ring = np.concatenate([self._ring, block])

@@ -1,0 +1,37 @@
+"""The capture front end's port: echo cancellation (and noise suppression) on 10 ms frames.
+
+The toy's speaker sits a few centimetres from its one microphone. The runtime knows every sample it plays, so the
+canceller gets a perfect far-end reference: `process(capture, render)` takes one 10 ms frame of what the mic heard
+and the 10 ms of speaker output that belongs to the same moment (`audio/echo_reference.py` aligns them) and
+returns the mic frame with the toy's own voice removed.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+__all__ = ["FRAME_MS", "EchoCanceller"]
+
+FRAME_MS = 10  # every frame on this port is exactly 10 ms (WebRTC's processing unit)
+
+
+@runtime_checkable
+class EchoCanceller(Protocol):
+    """Removes the speaker's echo (and, when it says so, steady noise) from captured audio, 10 ms at a time.
+
+    All PCM is signed 16-bit little-endian mono at `sample_rate_hz`. Frames must be fed in capture order, each
+    with its render frame (silence when nothing played): the filter stays converged across answers only when it
+    sees every frame.
+    """
+
+    sample_rate_hz: int
+    cancels_echo: bool  # False: a pass-through (what `describe()` reports as "off")
+    suppresses_noise: bool
+
+    def process(self, capture: bytes, render: bytes) -> bytes:
+        """One 10 ms capture frame and its 10 ms render frame in, the cleaned capture frame out (same length)."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the console and `doctor`, e.g. "echo cancellation: WebRTC AEC3, noise suppression: on"."""
+        ...
