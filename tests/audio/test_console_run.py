@@ -35,6 +35,9 @@ async def test_run_shows_the_mic_level_and_a_spoken_turn_live(sound_card, speak,
                                    "document.getElementById('state').textContent === 'idle'")
             # the real microphone's level reaches the page while it is open
             await browser.wait_for("document.getElementById('level-text').textContent.endsWith('dBFS')")
+            # and what the front end does to it
+            await browser.wait_for("document.getElementById('ears').textContent.includes('WebRTC AEC3') && "
+                                   "document.getElementById('ears').textContent.includes('barge-in on')")
             utterance = speak("set the volume to thirty")
             sound_card.play_to_mic(utterance.pcm, utterance.sample_rate_hz, pad_ms=100)
             # whatever the recognizer made of it (a busy machine may mishear), the turn and its waterfall arrive

@@ -99,6 +99,9 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     loaded = time.monotonic()
     mode = settings.agent.tool_invocation_mode if settings.llm_online else "offline gate (no LLM endpoint)"
     print(f"models ready in {(loaded - started) * 1000:.0f} ms; answering with: {mode}", file=progress, flush=True)
+    # the demo's microphone is a file and its speaker WAV files: no echo to cancel, no room, no wake word
+    print("ears: echo cancellation, noise suppression and wake word off (file microphone, WAV speaker); "
+          "barge-in off", file=progress, flush=True)
 
     utterances = await synthesize_script(synthesizer, [line.text for line in lines])
     for i, pcm in enumerate(utterances, 1):

@@ -165,7 +165,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                        new_sink=lambda: ReopeningSink(lambda: build_speaker(settings, reference=ears.reference),
                                                       on_event=report_device),
                        barge_in=settings.barge_in, open_on_speech=not (push_to_talk or wake_word),
-                       on_item=view.item if view else None, on_turn=view.turn if view else log_turn)
+                       on_item=view.item if view else None, on_turn=view.turn if view else log_turn,
+                       keep_output_open=ears.reference is not None)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 
@@ -233,8 +234,10 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         async def load_voice():
             # the canceller first: it must be in place before the toy can make a sound (front_end.py)
             await load("echo canceller", lambda s: load_canceller(s, ears))
-            print("ears: " + "; ".join(ears.describe()) + f"; barge-in {'on' if settings.barge_in else 'off'}",
-                  file=stream, flush=True)
+            ears_lines = [*ears.describe(), f"barge-in {'on' if settings.barge_in else 'off'}"]
+            print("ears: " + "; ".join(ears_lines), file=stream, flush=True)
+            if console is not None:
+                console.show_ears(ears_lines)
             return await load("voice", build_synthesizer)
 
         loading_task = asyncio.create_task(
@@ -265,7 +268,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
 
 def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open_on_speech: bool = True,
-               on_item=None, on_turn=None):
+               on_item=None, on_turn=None, keep_output_open: bool = False):
     """The VoiceLoop over a runtime and a listener: the one assembly `run`, `ptt` and `demo` share (they differ in
     the sink, barge-in, what opens a session, and what watches the turns)."""
     from ..session.voice import VoiceLoop
@@ -274,7 +277,8 @@ def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open
                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
                      new_sink=new_sink, signals=runtime.signals, audit=runtime.audit,
                      idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
-                     open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn)
+                     open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn,
+                     keep_output_open=keep_output_open)
 
 
 async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:

@@ -4,8 +4,12 @@ The speaker's PortAudio callback calls `played()` with every block it hands to t
 the time that block's first sample reaches the DAC (PortAudio's estimate, on `time.monotonic()`). The capture side
 asks `take(t, n)` for the n samples that were sounding at capture time t, so the render frame given with each mic
 frame belongs to the same moment whatever the two streams' buffering. Small errors are left to the canceller's own
-delay estimate (AEC3 adapts); a block more than `resync_ms` away from where the running sample count puts it (a
-stream restart, an underrun, clock drift) re-anchors the timeline.
+delay estimate (AEC3 adapts). Both sides follow their sample counts, never the timestamps: only a block or frame
+more than `resync_ms` (500) off the drift seen so far — a stream that stopped and started again — re-anchors a
+side. PortAudio's time estimates jump by tens of ms now and then with no audio gap behind them: with a 30 ms
+threshold each such glitch moved the render against its echo, and the canceller leaked into false barge-ins for
+the rest of a long session (the rig: 44 in 26 answers; with 500 ms, none). The speaker stays open between sessions while echo cancellation is on (app/voice.py), so the
+render and capture streams keep one fixed relation for the canceller.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["EchoReference"]
 
 
+_SMOOTHING = 0.01  # per frame: about a second, so callback jitter (± 5 ms) averages out
+
+
 class EchoReference:
     """A short history of the speaker's output at `sample_rate_hz`, indexed by the time each sample was heard.
 
@@ -29,7 +36,7 @@ class EchoReference:
     `take()`: a speaker can be handed a reference before READY without putting numpy on the listening path.
     """
 
-    def __init__(self, sample_rate_hz: int = 16000, *, keep_s: float = 2.0, resync_ms: float = 30.0,
+    def __init__(self, sample_rate_hz: int = 16000, *, keep_s: float = 2.0, resync_ms: float = 500.0,
                  lead_ms: float = 10.0) -> None:
         self.sample_rate_hz = sample_rate_hz
         # Render a little ahead of the capture frame: AEC3 finds echoes that arrive after their reference, never
@@ -42,8 +49,12 @@ class EchoReference:
         self._ring: np.ndarray | None = None  # created by the first take()
         self._start_s: float | None = None  # the time of self._ring[0]
         self._read_s: float | None = None  # the time of the next sample `take` hands out
+        self._read_drift = 0.0  # smoothed (capture time − read position), seconds
+        self._write_drift = 0.0  # smoothed (DAC time − position by sample count), seconds
         self.blocks = 0  # blocks the speaker reported (the reference is fed)
-        self.resyncs = 0  # times the timeline was re-anchored
+        self.resyncs = 0  # times the speaker's timeline was re-anchored
+        self.read_resyncs = 0  # times the capture side's read position jumped
+        self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
@@ -66,8 +77,20 @@ class EchoReference:
         self._absorb()
         out = np.zeros(samples, dtype=np.int16)
         wanted = capture_time_s + self.lead_s
-        if self._read_s is None or abs(wanted - self._read_s) > self._resync_s:
-            self._read_s = wanted
+        if self._read_s is None or self._speaker_restarted or abs(wanted - self._read_s - self._read_drift) > \
+                self._resync_s:
+            if self._read_s is not None and not self._speaker_restarted:  # a real gap (frames dropped, the
+                self.read_resyncs += 1  # capture restarted): follow it
+            # a speaker (re)started on its own timestamps: the capture side takes its own again, so the two meet
+            # on the one clock (whatever drift the capture's count gathered while nothing played)
+            self._read_s, self._read_drift, self._speaker_restarted = wanted, 0.0, False
+        else:
+            # The sample clocks and the monotonic clock drift apart (0.28 ms/s measured on the virtual card) while
+            # the echo path, in samples, stays put: the samples are followed and the drift only watched, so that
+            # a real gap (a jump away from it) is told from it. Moving the read position at all — a 30 ms jump
+            # when the drift added up, single-sample slips, or a few ms put right between answers — made the
+            # canceller learn the echo again with leaks loud enough for false barge-ins (measured on the rig).
+            self._read_drift += _SMOOTHING * (wanted - self._read_s - self._read_drift)
         at, self._read_s = self._read_s, self._read_s + samples / self.sample_rate_hz
         if self._start_s is None or self._ring is None:
             return out.tobytes()
@@ -114,9 +137,11 @@ class EchoReference:
         import numpy as np
 
         end = self.end_s
-        if end is None or abs(at - end) > self._resync_s:
+        if end is None or abs(at - end - self._write_drift) > self._resync_s:
             if end is not None:
                 self.resyncs += 1
+            self._write_drift = 0.0
+            self._speaker_restarted = True
             if end is not None and 0 < at - end < self._keep / self.sample_rate_hz:
                 gap = int(round((at - end) * self.sample_rate_hz))  # the stream paused: silence was heard
                 self._ring = np.concatenate([self._ring, np.zeros(gap, dtype=np.int16), block])
@@ -125,7 +150,9 @@ class EchoReference:
                 keep = int(round((at - self._start_s) * self.sample_rate_hz))  # re-heard: the newer block wins
                 self._ring = np.concatenate([self._ring[:keep], block])
                 return
-            self._ring, self._start_s = block.copy(), at
+            self._ring, self._start_s, self._write_drift = block.copy(), at, 0.0
             return
-        # within the tolerance the running sample count is the better clock (PortAudio's estimate jitters)
+        # within the tolerance the running sample count is the clock (PortAudio's estimate jitters, and drifts);
+        # the drift is only watched (see take())
+        self._write_drift += _SMOOTHING * (at - end - self._write_drift)
         self._ring = np.concatenate([self._ring, block])

@@ -321,6 +321,8 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
     loud = np.sqrt(np.mean(ref_frames**2, axis=1)) > 60
     sounding = np.convolve(loud, np.ones(15), mode="full")[:n] > 0  # echoes last up to 300 ms after their reference
     echo_only = sounding & ~child
+    room = ~sounding & ~child
+    room[: 25] = False  # the first half second: the capture starting
     raw = result.raw[: n * FRAME].reshape(n, FRAME)
     clean = result.clean[: n * FRAME].reshape(n, FRAME)
     cancelled = result.cancelled[: n * FRAME].reshape(n, FRAME)
@@ -375,6 +377,9 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "false_barge_in_at_s": [round(s * 0.02, 2) for s in false_barge],
         "vad_speech_on_echo_raw": round(_vad_rate(vad, raw[echo_only]), 3),
         "vad_speech_on_echo_clean": round(_vad_rate(vad, clean[echo_only]), 3),
+        # the room alone (nobody speaking, the toy silent): what noise suppression does for the VAD
+        "vad_speech_on_room_raw": round(_vad_rate(vad, raw[room]), 3),
+        "vad_speech_on_room_clean": round(_vad_rate(vad, clean[room]), 3),
         "barge_in_detect_ms": _percentiles(detection_ms),
         "barge_ins_detected": f"{len(detection_ms)}/{sum(c.over_answer for c in result.clips)}",
         "barge_in_stop_ms": _percentiles(stop_ms),

@@ -73,15 +73,16 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
 def markdown(rows: list[dict]) -> str:
     """The report table: one row per condition."""
     head = ("| delay | noise | ERLE (first 2 s / converged) | false barge-ins / answers | VAD speech on echo "
-            "(raw → clean) | barge-in detect p50/p90 | stop p50/p90 | child words right over answer / in silence "
-            "| front end CPU |")
-    lines = [head, "|---" * 9 + "|"]
+            "(raw → clean) | VAD speech on the room (raw → clean) | barge-in detect p50/p90 | stop p50/p90 | child "
+            "words right over answer / in silence | front end CPU |")
+    lines = [head, "|---" * 10 + "|"]
     for r in rows:
         det, stop = r["barge_in_detect_ms"] or {}, r["barge_in_stop_ms"] or {}
         lines.append(
             f"| {r['delay_ms']} ms | {r['noise']} | {r['erle_db']} dB ({r['erle_first_2s_db']} / "
             f"{r['erle_converged_db']}) | {r['false_barge_ins']} / {r['answers']} | "
             f"{100 * r['vad_speech_on_echo_raw']:.0f} % → {100 * r['vad_speech_on_echo_clean']:.1f} % | "
+            f"{100 * r['vad_speech_on_room_raw']:.0f} % → {100 * r['vad_speech_on_room_clean']:.1f} % | "
             f"{det.get('p50')} / {det.get('p90')} ms ({r['barge_ins_detected']}) | {stop.get('p50')} / "
             f"{stop.get('p90')} ms | {r['words_right_over_answer_pct']} % / {r['words_right_in_silence_pct']} % | "
             f"{r['cpu_pct_of_core']} % |")

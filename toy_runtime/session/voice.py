@@ -74,6 +74,7 @@ class VoiceLoop:
         clock: Callable[[], float] = time.monotonic,
         on_turn: Callable[[VoiceTurnRecord], None] | None = None,
         on_item: Callable[[Utterance | Speech | EventOutcome | TurnEnd], None] | None = None,
+        keep_output_open: bool = False,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -81,6 +82,9 @@ class VoiceLoop:
         self._resume = resume_listener
         self.synthesizer = synthesizer
         self.new_sink = new_sink  # one output stream per session: opened when it opens, released when it closes
+        # …unless the echo canceller needs one unbroken render stream: then the first session's stays open (a
+        # restarted stream moves the echo by its new buffering, and the canceller would have to learn it again)
+        self.keep_output_open = keep_output_open
         self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
@@ -235,7 +239,8 @@ class VoiceLoop:
             self.audit.record(AuditKind.VOICE_SESSION_CLOSED, session_id=self.runner.conversation.session_id, reason=reason)
             self.runner.end_session()  # silence: a question left unanswered never runs its event later
             self._resume()
-            await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
+            if not self.keep_output_open:
+                await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
             self._set_state(SessionState.IDLE)
 
     async def _announce(self, text: str) -> bool:

@@ -55,6 +55,10 @@ class WebConsole:
         """The microphone, sending its level to the pages while one is open."""
         return MeteredSource(source, self.hub)
 
+    def show_ears(self, lines: list[str]) -> None:
+        """Show the capture front end's state (echo cancellation, noise suppression, wake word, barge-in)."""
+        self.hub.update_status(ears="; ".join(lines))
+
     def watch_link(self, link) -> None:
         """Show the MQTT link's state (the firmware bridge)."""
         self._link = link
