@@ -74,6 +74,18 @@ def test_clock_drift_never_moves_the_render():
     assert ref.read_resyncs == 0 and ref.resyncs == 0
 
 
+def test_silence_the_speaker_played_while_it_ran_dry_is_put_into_the_timeline():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(10):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    # the device ran dry for 30 ms: the next block is heard 30 ms later than the count says
+    ref.played(ramp(160, 1600), RATE, 100.13, after_underflow=True)
+    assert samples(ref.take(100.0, 1600))[-1] == 1599  # the first 100 ms, as played
+    got = samples(ref.take(100.1, 480))
+    assert not got.any()  # the 30 ms of silence the device played
+    assert samples(ref.take(100.13, 160))[0] == 1600 and ref.underflow_gaps == 1 and ref.resyncs == 0
+
+
 def test_a_capture_gap_moves_the_read_position():
     ref = EchoReference(RATE, lead_ms=0, resync_ms=30)
     for k in range(100):

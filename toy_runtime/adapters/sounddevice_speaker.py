@@ -173,7 +173,7 @@ class SoundDeviceSink:
             if self._space_wanted and pos:
                 events.append(("space",))
         if self._reference is not None:  # silence too: the canceller's timeline must not skip
-            self._reference.played(bytes(outdata[:need]), rate, now)
+            self._reference.played(bytes(outdata[:need]), rate, now, after_underflow=bool(status.output_underflow))
         if events and self._loop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._on_events, events)

@@ -55,12 +55,15 @@ class EchoReference:
         self.resyncs = 0  # times the speaker's timeline was re-anchored
         self.read_resyncs = 0  # times the capture side's read position jumped
         self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
+        self.underflow_gaps = 0  # silences the device played while it ran dry, put into the timeline
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
-    def played(self, pcm: bytes, sample_rate_hz: int, dac_time_s: float) -> None:
-        """One block handed to the device, first sample heard at `dac_time_s`. Cheap; never blocks."""
-        self._incoming.append((pcm, sample_rate_hz, dac_time_s))
+    def played(self, pcm: bytes, sample_rate_hz: int, dac_time_s: float, *, after_underflow: bool = False) -> None:
+        """One block handed to the device, first sample heard at `dac_time_s`. Cheap; never blocks.
+        `after_underflow`: the device ran dry before this block (PortAudio said so): it played silence that no block
+        carried, as long as the DAC time moved beyond the count."""
+        self._incoming.append((pcm, sample_rate_hz, dac_time_s, after_underflow))
 
     # -- capture side (event loop) ----------------------------------------------------------------------------
 
@@ -115,7 +118,7 @@ class EchoReference:
         if self._ring is None:
             self._ring = np.zeros(0, dtype=np.int16)
         while self._incoming:
-            pcm, rate, at = self._incoming.popleft()
+            pcm, rate, at, underflow = self._incoming.popleft()
             self.blocks += 1
             if rate != self.sample_rate_hz:
                 resampler = self._resamplers.get(rate) or self._resamplers.setdefault(
@@ -126,17 +129,26 @@ class EchoReference:
             else:
                 data = pcm
             if data:
-                self._place(np.frombuffer(data, dtype=np.int16), at)
+                self._place(np.frombuffer(data, dtype=np.int16), at, underflow)
         if len(self._ring) > self._keep:
             cut = len(self._ring) - self._keep
             self._ring = self._ring[cut:]
             assert self._start_s is not None
             self._start_s += cut / self.sample_rate_hz
 
-    def _place(self, block: np.ndarray, at: float) -> None:
+    def _place(self, block: np.ndarray, at: float, underflow: bool = False) -> None:
         import numpy as np
 
         end = self.end_s
+        if underflow and end is not None:
+            # the silence the device played while it ran dry is part of what was heard: without it every underrun
+            # would move the render earlier than its echo for the rest of the session (measured: over a long run
+            # the capture read past the end of what the speaker had reported, and the toy went uncancelled)
+            gap = int(round((at - end - self._write_drift) * self.sample_rate_hz))
+            if 0 < gap < self._keep:
+                self._ring = np.concatenate([self._ring, np.zeros(gap, dtype=np.int16)])
+                self.underflow_gaps += 1
+                end = self.end_s
         if end is None or abs(at - end - self._write_drift) > self._resync_s:
             if end is not None:
                 self.resyncs += 1

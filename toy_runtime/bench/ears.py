@@ -96,6 +96,8 @@ class EarsResult:
     flush_ms: list[float] = field(default_factory=list)
     stops: list[tuple[float, float]] = field(default_factory=list)  # (speech start, flush done), capture seconds
     output_latency_ms: float = 0.0
+    underruns: int = 0  # the speaker's PortAudio underflows
+    underflow_gaps: int = 0  # of them, those put into the reference's timeline as silence
     gated_frames: int = 0
     resyncs: int = 0
 
@@ -268,7 +270,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         first_answer_s=(first_answer[0] - t0[0]) if first_answer and t0 else None,
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(spoke - t0[0], stopped - t0[0]) for spoke, stopped in stops] if t0 else [],
-        output_latency_ms=out_latency_ms)
+        output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps)
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -387,6 +389,8 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "cpu_pct_of_core": round(100 * result.cpu_s / max(result.audio_s, 1e-9), 2),
         "gated_frames": result.gated_frames,
         "resyncs": result.resyncs,
+        "speaker_underruns": result.underruns,
+        "underflow_gaps": result.underflow_gaps,
         **words,
     }
 

@@ -8,6 +8,7 @@ from .calendar import MemoryCalendarStore
 from .clock import ManualClock
 from .device import MemoryMixer, MemorySessionControl
 from .search import StaticSearch
+from .wake import NeverWakes, ScriptedWakeWord
 
 
 def memory_ports(*, signals: SignalBus | None = None, clock: Clock | None = None, volume_step: int = 10):
@@ -24,4 +25,5 @@ def memory_ports(*, signals: SignalBus | None = None, clock: Clock | None = None
     )
 
 
-__all__ = ["ManualClock", "MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "StaticSearch", "memory_ports"]
+__all__ = ["ManualClock", "MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "NeverWakes", "ScriptedWakeWord",
+           "StaticSearch", "memory_ports"]

@@ -1,4 +1,4 @@
-"""In-memory wake-word detectors for unit tests: one that fires after given amounts of audio, one that never does."""
+"""In-memory wake-word detectors for unit tests: one that fires at scripted points of the audio, one that never does."""
 
 from __future__ import annotations
 
@@ -8,32 +8,40 @@ __all__ = ["NeverWakes", "ScriptedWakeWord"]
 
 
 class ScriptedWakeWord:
-    """Fires when the audio fed since the last reset passes each of `after_samples` in turn."""
+    """Fires when the audio fed reaches each of `fire_after_samples` (counted over all audio fed, resets included).
 
-    def __init__(self, after_samples: Iterable[int] = (), *, name: str = "okay toy") -> None:
+    The phrase "is said" in the `phrase_samples` before each point: a `reset()` inside that span forgets it, as a
+    real detector forgets a phrase half-heard (0, the default: resets forget nothing). `fed` and `resets` are kept
+    for assertions.
+    """
+
+    def __init__(self, fire_after_samples: Iterable[int] = (), *, name: str = "Okay Nabu",
+                 phrase_samples: int = 0) -> None:
         self.name = name
-        self._due = sorted(after_samples)
-        self._fed = 0
+        self.phrase_samples = phrase_samples
+        self.fed = 0
         self.resets = 0
+        self._due = sorted(fire_after_samples)
 
     def process(self, pcm: bytes) -> bool:
-        """Count the samples; True when one of the scripted points was passed."""
-        self._fed += len(pcm) // 2
-        if self._due and self._fed >= self._due[0]:
+        """Count the samples; True when one or more scripted points were reached inside this audio."""
+        self.fed += len(pcm) // 2
+        fired = False
+        while self._due and self._due[0] <= self.fed:
             self._due.pop(0)
-            return True
-        return False
+            fired = True
+        return fired
 
     def reset(self) -> None:
-        """Start counting again."""
-        self._fed = 0
+        """Forget the points whose phrase has begun (within `phrase_samples` ahead)."""
         self.resets += 1
+        self._due = [at for at in self._due if at - self.phrase_samples >= self.fed]
 
 
 class NeverWakes:
-    """A detector that hears nothing (a trigger other than the wake word, in tests)."""
+    """A detector that hears nothing (a session opened some other way, or a word never said)."""
 
-    name = "nothing"
+    name = "Okay Nabu"
 
     def process(self, pcm: bytes) -> bool:
         """Always False."""

@@ -295,10 +295,10 @@ class VoiceLoop:
                     await speaker.cancel()  # playback stops within one block
                     stopped_at = self.clock()
                     await asyncio.gather(driver, return_exceptions=True)
-                    heard = speaker.heard(stopped_at)
+                    heard = [s for s in speaker.heard(stopped_at) if s.kind != "holding"]
                     if heard:  # nothing heard: nothing recorded (the roles keep alternating; the next words follow)
                         self.runner.remember_interrupted(utterance.text, heard)
-                    record.heard = [s.text for s in heard if s.kind != "holding"]
+                    record.heard = [s.text for s in heard]
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
                     self.audit.record(AuditKind.VOICE_BARGE_IN, turn=self._turns, stop_ms=record.barge_in_stop_ms,
