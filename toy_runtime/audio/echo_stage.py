@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import AsyncIterator
-
 import numpy as np
 
-from ..ports.audio import AudioFrame, AudioSource, RelaxableSource
+from ..ports.audio import AudioFrame, AudioSource
 from ..ports.echo import FRAME_MS, EchoCanceller
 from .echo_reference import EchoReference
+from .wrapped_source import WrappedSource
 
 __all__ = ["EchoCancelledSource", "EchoStats"]
 
@@ -55,7 +54,7 @@ class EchoStats:
         return 10.0 * math.log10(self._in_energy / max(self._out_energy, 1e-3))
 
 
-class EchoCancelledSource:
+class EchoCancelledSource(WrappedSource):
     """An AudioSource: `source`'s frames with the speaker's echo removed (and noise, if the canceller does it).
 
     Frames keep their length and timestamps. start/stop/aclose and relaxed delivery pass through to `source`.
@@ -65,14 +64,10 @@ class EchoCancelledSource:
                  residual_floor_dbfs: float = -50.0, residual_drop_db: float = 28.0) -> None:
         if canceller.sample_rate_hz != source.sample_rate_hz or reference.sample_rate_hz != source.sample_rate_hz:
             raise ValueError("the canceller, its reference and the microphone must share one sample rate")
-        self.source = source
+        super().__init__(source)
         self.canceller = canceller
         self.reference = reference
-        self.sample_rate_hz = source.sample_rate_hz
-        self.frame_ms = source.frame_ms
-        self.live_clock = bool(getattr(source, "live_clock", False))
         self.stats = EchoStats()
-        self._frames: AsyncIterator[AudioFrame] | None = None
         self._piece = self.sample_rate_hz * FRAME_MS // 1000  # samples per canceller frame
         # The residual gate. AEC3 leaves the toy's voice at ~-85 dBFS, but the VAD still calls ~20 % of those
         # frames speech, and ~1 % come out near -45 dBFS: enough for a false barge-in now and then. While the toy
@@ -87,39 +82,7 @@ class EchoCancelledSource:
         # canceller's delay estimate absorbs): the toy counts as sounding while any render frame that recent was.
         self._recent_render: deque[float] = deque(maxlen=30)
 
-    @property
-    def overflows(self) -> int:
-        """The microphone's dropped frames."""
-        return self.source.overflows
-
-    def __getattr__(self, name: str):
-        # the microphone's own extras (down_s of a re-opening source, device_name, xruns) stay readable
-        return getattr(self.source, name)
-
-    async def start(self) -> None:
-        """Start the microphone."""
-        await self.source.start()
-
-    async def stop(self) -> None:
-        """Stop the microphone (the filter keeps what it learnt)."""
-        await self.source.stop()
-
-    async def aclose(self) -> None:
-        """Close the microphone."""
-        await self.source.aclose()
-
-    def relax_delivery(self, relaxed: bool) -> None:
-        """Pass the listener's wish on to a microphone that can group its frames."""
-        if isinstance(self.source, RelaxableSource):
-            self.source.relax_delivery(relaxed)
-
-    def __aiter__(self) -> AsyncIterator[AudioFrame]:
-        return self
-
-    async def __anext__(self) -> AudioFrame:
-        if self._frames is None:  # the source's own iterator: a wrapper (the console's meter) may live there
-            self._frames = aiter(self.source)
-        frame = await anext(self._frames)
+    def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
 
     def clean(self, frame: AudioFrame) -> AudioFrame:
