@@ -16,8 +16,8 @@ speech (espeak-ng `cmn` in three voices reading sentences built from Chinese wor
 `--minutes` (30) in all, under a faint pink-noise floor (-62 dBFS). The detector hears each category as one
 stream, never reset. Near-misses ("okay now", "okay, no"...) are said alone and reported apart.
 CPU: `time.process_time()` spent inside `process()` over the audio's duration (% of one core); per frame, each
-call's CPU time (`thread_time`) and wall time. Latency: from the end of the phrase's speech (its last sample above 300, i.e.
--41 dBFS: espeak's clips end in ~0.3 s of silence) to the end of the 20 ms frame on which the detector fired.
+call's CPU time (`thread_time`) and wall time. Latency: from the end of the phrase's speech (its last sample above
+300, i.e. -41 dBFS: espeak's clips end in ~0.3 s of silence) to the end of the 20 ms frame on which it fired.
 Everything is fed in 20 ms frames, as the microphone delivers them; `--front-end` first passes all audio through
 the runtime's WebRTC noise suppression (as `run` does with `[ears] noise_suppression`).
 """
@@ -261,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     phrasings = tuple(args.phrase or PHRASINGS.get(args.model, ()))
     if not phrasings:
         parser.error(f"--phrase: how is {args.model!r}'s phrase written?")
-    detector = MicroWakeWordDetector(args.model, probability_cutoff=args.cutoff)
+    try:
+        detector = MicroWakeWordDetector(args.model, probability_cutoff=args.cutoff)
+    except ValueError as exc:
+        parser.error(str(exc))
     meter = Meter(args.front_end)
     started = time.perf_counter()
     rng = np.random.default_rng(args.seed)

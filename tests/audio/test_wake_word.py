@@ -9,6 +9,7 @@ are `scripts/bench_wake_word.py`'s job, not this file's.
 
 from __future__ import annotations
 
+import functools
 import io
 import shutil
 import subprocess
@@ -35,8 +36,9 @@ OTHER_SAYINGS = [("piper", "what is the weather today"), ("piper", "tell me a st
                  ("cmn", "我们明天去公园玩吧"), ("en-us+m3", "a banana and a book")]
 
 
+@functools.cache  # espeak-ng is deterministic (one text, one waveform): each clip is made once per run
 def espeak(text: str, voice: str) -> bytes:
-    """`text` in espeak-ng's `voice` at 16 kHz (espeak-ng is deterministic: one text, one waveform)."""
+    """`text` in espeak-ng's `voice` at 16 kHz."""
     if shutil.which("espeak-ng") is None:
         unavailable("espeak-ng is not installed (apt install espeak-ng): the wake word's other voices")
     from toy_runtime.audio.resample import Resampler

@@ -64,7 +64,6 @@ class MicroWakeWordDetector:
         self._model = _load(str(model))
         self._features = MicroWakeWordFeatures()
         self.name: str = str(self._model.wake_word)
-        self.model_id: str = str(self._model.id)
         self.probability_cutoff: float = float(
             self._model.probability_cutoff if probability_cutoff is None else probability_cutoff)
         self._deaf_features = 0  # feature steps (10 ms each) of the refractory period still to go

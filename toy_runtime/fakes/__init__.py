@@ -25,5 +25,5 @@ def memory_ports(*, signals: SignalBus | None = None, clock: Clock | None = None
     )
 
 
-__all__ = ["ManualClock", "MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "NeverWakes", "ScriptedWakeWord",
-           "StaticSearch", "memory_ports"]
+__all__ = ["ManualClock", "MemoryCalendarStore", "MemoryMixer", "MemorySessionControl", "NeverWakes",
+           "ScriptedWakeWord", "StaticSearch", "memory_ports"]
