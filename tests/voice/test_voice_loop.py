@@ -47,7 +47,7 @@ class Rig:
     """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
 
     def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
-                 agent=None, llm=None, events=()):
+                 agent=None, llm=None, events=(), own_voice=None):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
                                 llm={"base_url": llm_url, "model": "scripted-model", **(llm or {})},
                                 agent={"holding_cue_after_s": 600.0, **(agent or {})})
@@ -78,7 +78,7 @@ class Rig:
                               resume_listener=lambda: self.paused.append(False),
                               synthesizer=ToneTTS(ms_per_char=8.0, delay_s=tts_delay_s), new_sink=new_sink,
                               signals=self.runtime.signals, audit=self.audit, idle_timeout_s=idle_timeout_s,
-                              barge_in=barge_in)
+                              barge_in=barge_in, own_voice=own_voice)
 
     def state_history(self):
         out = []
@@ -179,6 +179,28 @@ async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp
     assistant = [m["content"] for m in second_request if m["role"] == "assistant"]
     assert assistant and assistant[-1] == heard, assistant
     assert [m["content"] for m in second_request if m["role"] == "user"][-2:] == ["tell me a long story", "stop"]
+
+
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
+async def test_speech_that_sounds_like_the_toy_itself_does_not_interrupt_it(tmp_path):
+    """The echo canceller's double-talk check says the speech that started is the toy's own voice leaking: the
+    answer plays on, and the utterance that speech becomes is not taken for the child's."""
+    with ScriptedLLMServer([Reply(text="Once upon a time there was a fox. " * 3, chunk_size=8, chunk_delay_s=0.02)]
+                           ) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=lambda: 0.9)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("tell me a story"))
+        await until(lambda: rig.loop.state is SessionState.SPEAKING)
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await rig.mic.put(utterance("once upon a"))
+        await until(lambda: len(rig.loop.records) >= 1)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    [record] = rig.loop.records
+    assert not record.interrupted and not rig.audit.of("voice.barge_in")
+    assert rig.audit.of("voice.barge_in_ignored")[0]["own_voice"] == 0.9
+    assert [r.text for r in rig.loop.records] == ["tell me a story"]  # the leaked words were no turn
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

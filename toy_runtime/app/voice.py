@@ -166,7 +166,9 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                                                       on_event=report_device),
                        barge_in=settings.barge_in, open_on_speech=not (push_to_talk or wake_word),
                        on_item=view.item if view else None, on_turn=view.turn if view else log_turn,
-                       keep_output_open=ears.reference is not None)
+                       keep_output_open=ears.reference is not None,
+                       own_voice=(lambda: ears.echo.echo_likeness() if ears.echo is not None else 0.0)
+                       if ears.reference is not None else None)
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 
@@ -268,7 +270,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
 
 def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open_on_speech: bool = True,
-               on_item=None, on_turn=None, keep_output_open: bool = False):
+               on_item=None, on_turn=None, keep_output_open: bool = False, own_voice=None):
     """The VoiceLoop over a runtime and a listener: the one assembly `run`, `ptt` and `demo` share (they differ in
     the sink, barge-in, what opens a session, and what watches the turns)."""
     from ..session.voice import VoiceLoop
@@ -278,7 +280,7 @@ def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open
                      new_sink=new_sink, signals=runtime.signals, audit=runtime.audit,
                      idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
                      open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn,
-                     keep_output_open=keep_output_open)
+                     keep_output_open=keep_output_open, own_voice=own_voice)
 
 
 async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:

@@ -81,6 +81,9 @@ class EchoCancelledSource(WrappedSource):
         # The echo comes back up to ~300 ms after its reference (the room, the device's buffers, what the
         # canceller's delay estimate absorbs): the toy counts as sounding while any render frame that recent was.
         self._recent_render: deque[float] = deque(maxlen=30)
+        # the last 0.8 s of render frames and of what the listener got, for echo_likeness()
+        self._history_render: deque[bytes] = deque(maxlen=80)
+        self._history_out: deque[bytes] = deque(maxlen=80)
 
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
@@ -105,8 +108,36 @@ class EchoCancelledSource(WrappedSource):
                     cleaned = bytes(len(cleaned))
                     self.gated += 1
             self.stats.add(raw, np.frombuffer(cleaned, np.int16), ref)
+            self._history_render.append(render)
+            self._history_out.append(cleaned)
             out += cleaned
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s)
+
+    def echo_likeness(self, window_s: float = 0.16, max_lag_s: float = 0.45) -> float:
+        """How much the last `window_s` the listener heard looks like what the toy played up to `max_lag_s` before:
+        the peak normalized cross-correlation, 0 (the child, or silence) … 1 (the toy's own voice, leaked).
+
+        The canceller re-learns the echo after the path jumps (a device underrun, a dropped capture block): for a
+        second or so its output then carries the toy's voice loudly enough for the VAD. A classic double-talk
+        detector tells the two apart, imperfectly at a speech start (60 ms of speech in a 160 ms window): on the
+        rig, starts caused by such leaks scored 0.21–0.74, the child speaking over the toy 0.07–0.40 (one of eight
+        above 0.3, the voice loop's line). Called once per speech start while the toy sounds (two small FFTs)."""
+        pieces = int(window_s * 1000 / FRAME_MS)
+        heard = np.frombuffer(b"".join(list(self._history_out)[-pieces:]), np.int16).astype(np.float64)
+        played = np.frombuffer(b"".join(self._history_render), np.int16).astype(np.float64)
+        if not heard.any() or not played.any():
+            return 0.0
+        n = len(heard)
+        reach = min(len(played) - n, int(max_lag_s * self.sample_rate_hz))
+        if reach <= 0:
+            return 0.0
+        segment = played[-(n + reach):]  # the render from (reach + n) samples ago up to now
+        size = 1 << int(np.ceil(np.log2(len(segment) + n)))
+        corr = np.fft.irfft(np.fft.rfft(segment, size) * np.conj(np.fft.rfft(heard, size)), size)[: reach + 1]
+        # the energy of each render slice the heard window is compared with
+        energy = np.convolve(segment**2, np.ones(n), mode="valid")[: reach + 1]
+        scores = np.abs(corr) / (np.sqrt(energy * np.dot(heard, heard)) + 1e-9)
+        return float(np.max(scores)) if scores.size else 0.0
 
     def describe(self) -> str:
         """The canceller's line plus whether the reference is arriving."""

@@ -29,6 +29,7 @@ import numpy as np
 __all__ = ["ANSWERS", "CHILD_LINES", "EarsPlan", "EarsResult", "analyse", "capture_on_rig", "plan"]
 
 FRAME = 320  # 20 ms at 16 kHz
+OWN_VOICE_ABOVE = 0.3  # session/voice.py's default: a speech start scoring above it is the toy's own voice
 
 # The toy's answers: what it says in a conversation (its own voice, deterministic).
 ANSWERS = (
@@ -98,6 +99,7 @@ class EarsResult:
     output_latency_ms: float = 0.0
     underruns: int = 0  # the speaker's PortAudio underflows
     underflow_gaps: int = 0  # of them, those put into the reference's timeline as silence
+    own_voice_checks: list[tuple[float, float, bool]] = field(default_factory=list)
     gated_frames: int = 0
     resyncs: int = 0
 
@@ -194,6 +196,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     playing: list[bool] = [False]
     stops: list[tuple[float, float]] = []  # (speech start, capture time; playback stopped, monotonic)
     flushing: list[asyncio.Task] = []
+    checks: list[tuple[float, float, bool]] = []  # (speech start in capture seconds, own-voice likeness, ignored)
 
     async def barge_in(spoke_at: float) -> None:
         await sink.flush()  # what the voice loop does (session/voice.py): the answer stops within one block
@@ -208,8 +211,13 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
             out = stage.clean(frame)
             cpu += time.process_time() - started
             for event in endpointer.process(frame.timestamp_s, vad.is_speech(out), 20.0, level_db(out.pcm)):
-                if isinstance(event, SpeechStarted) and p.barge_in and playing[0] and not flushing:
-                    flushing.append(asyncio.create_task(barge_in(event.speech[0]), name="bench-ears:barge-in"))
+                if isinstance(event, SpeechStarted) and playing[0]:
+                    # the voice loop's own check (session/voice.py): does it sound like the toy itself?
+                    likeness = stage.echo_likeness()
+                    ignored = likeness > OWN_VOICE_ABOVE
+                    checks.append((event.speech[0] - (t0[0] if t0 else 0.0), likeness, ignored))
+                    if p.barge_in and not ignored and not flushing:
+                        flushing.append(asyncio.create_task(barge_in(event.speech[0]), name="bench-ears:barge-in"))
             raw.append(frame.pcm)
             clean.append(out.pcm)
             refs.append(b"".join(recorder.renders))
@@ -270,7 +278,8 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         first_answer_s=(first_answer[0] - t0[0]) if first_answer and t0 else None,
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(spoke - t0[0], stopped - t0[0]) for spoke, stopped in stops] if t0 else [],
-        output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps)
+        output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
+        own_voice_checks=checks)
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -351,13 +360,18 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
                 starts.append(int(event.speech[0]))
     # a start while the toy sounds and no child speaks is the toy's own voice; a start not inside any answer either
     # (noise) is counted apart
-    false_barge = [s for s in starts if echo_only[s]]
+    ignored_at = [round(t / 0.02) for t, _, ignored in result.own_voice_checks if ignored]
+    ignored = {s for s in starts if any(abs(s - a) <= 2 for a in ignored_at)}
+    leaks = [s for s in starts if echo_only[s]]  # speech starts the toy's own voice caused
+    false_barge = [s for s in leaks if s not in ignored]  # …and that the own-voice check let through
+    child_ignored = sum(1 for clip in result.clips if clip.over_answer and clip.start_s is not None and any(
+        abs(t - clip.start_s) < 0.3 and ign for t, _, ign in result.own_voice_checks))
     answers_played = _count_runs(sounding)
     detection_ms = []
     for clip in result.clips:
         if clip.over_answer and clip.start_s is not None:
             a = int(clip.start_s / 0.02)
-            hits = [s for s in starts if a - 5 <= s <= a + 50]
+            hits = [s for s in starts if a - 5 <= s <= a + 50 and s not in ignored]
             if hits:
                 detection_ms.append((min(hits) - a) * 20 + settings.vad.start_ms)
     stop_ms = []  # the child's first sample → the speaker silent (flush done + the device's output latency)
@@ -375,6 +389,13 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "echo_only_s": round(float(echo_only.sum()) * 0.02, 1),
         "answers": answers_played,
         "false_barge_ins": len(false_barge),
+        "own_voice_scores_child": sorted(round(score, 2) for t, score, _ in result.own_voice_checks if any(
+            clip.over_answer and clip.start_s is not None and abs(t - clip.start_s) < 0.3 for clip in result.clips)),
+        "own_voice_scores_toy": sorted(round(score, 2) for t, score, _ in result.own_voice_checks
+                                       if 0 <= round(t / 0.02) < n and echo_only[round(t / 0.02)]),
+        "own_voice_starts": len(leaks),
+        "own_voice_starts_ignored": len(leaks) - len(false_barge),
+        "child_starts_ignored": child_ignored,
         "speech_starts_without_child": sum(1 for s in starts if not child[s]),
         "false_barge_in_at_s": [round(s * 0.02, 2) for s in false_barge],
         "vad_speech_on_echo_raw": round(_vad_rate(vad, raw[echo_only]), 3),

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance
+from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance, UtteranceDiscarded
 from ..events import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
 from ..metrics.voice_turn import VoiceTurnRecord
@@ -75,6 +75,8 @@ class VoiceLoop:
         on_turn: Callable[[VoiceTurnRecord], None] | None = None,
         on_item: Callable[[Utterance | Speech | EventOutcome | TurnEnd], None] | None = None,
         keep_output_open: bool = False,
+        own_voice: Callable[[], float] | None = None,
+        own_voice_above: float = 0.3,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -85,6 +87,10 @@ class VoiceLoop:
         # …unless the echo canceller needs one unbroken render stream: then the first session's stays open (a
         # restarted stream moves the echo by its new buffering, and the canceller would have to learn it again)
         self.keep_output_open = keep_output_open
+        # How much the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
+        # audio/echo_stage.py); above `own_voice_above` a speech start during an answer is not a barge-in
+        self.own_voice = own_voice
+        self.own_voice_above = own_voice_above
         self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
@@ -317,6 +323,7 @@ class VoiceLoop:
     async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task) -> Inbox | None:
         """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it."""
         pending_utterance: Inbox | None = None
+        ignoring = False  # a speech start that was the toy's own voice: its utterance is not the child's either
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
             done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -326,7 +333,15 @@ class VoiceLoop:
                 break
             message = getter.result()
             if isinstance(message, SpeechStart) and self.state is SessionState.SPEAKING:
+                likeness = self.own_voice() if self.own_voice is not None else 0.0
+                if likeness > self.own_voice_above:
+                    ignoring = True
+                    self.audit.record(AuditKind.VOICE_BARGE_IN_IGNORED, turn=self._turns, own_voice=round(likeness, 2))
+                    continue
                 return message  # the utterance that follows arrives next and becomes the next turn
+            if isinstance(message, (Utterance, UtteranceDiscarded)) and ignoring:
+                ignoring = False  # the end of what the toy heard of itself
+                continue
             if isinstance(message, Utterance) and message.text.strip():
                 return message
             if isinstance(message, (Stop, CloseSession, OpenSession)):
