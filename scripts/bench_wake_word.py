@@ -25,14 +25,11 @@ the runtime's WebRTC noise suppression (as `run` does with `[ears] noise_suppres
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
-import wave
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -84,14 +81,9 @@ ZH_WORDS = {
 
 def espeak(text: str, voice: str, speed: int = 175) -> np.ndarray:
     """`text` in espeak-ng's `voice` at `speed` words per minute, 16 kHz int16 (deterministic)."""
-    from toy_runtime.audio.resample import Resampler
+    from toy_runtime.testing.speech import espeak_pcm
 
-    out = subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text], capture_output=True,
-                         check=True).stdout
-    with wave.open(io.BytesIO(out)) as w:
-        resampler = Resampler(w.getframerate(), RATE)
-        pcm = resampler.process(w.readframes(w.getnframes())) + resampler.flush()
-    return np.frombuffer(pcm, np.int16)
+    return np.frombuffer(espeak_pcm(text, voice, speed=speed, sample_rate_hz=RATE), np.int16)
 
 
 def piper_voices():

@@ -10,10 +10,8 @@ are `scripts/bench_wake_word.py`'s job, not this file's.
 from __future__ import annotations
 
 import functools
-import io
 import shutil
 import subprocess
-import wave
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,6 +21,7 @@ import pytest
 from toy_runtime.fakes.wake import NeverWakes, ScriptedWakeWord
 from toy_runtime.ports.wake import WakeWordDetector
 from toy_runtime.testing.services import unavailable
+from toy_runtime.testing.speech import espeak_pcm
 
 RATE = 16000
 FRAME = 320  # samples: the microphone's 20 ms frame
@@ -41,12 +40,7 @@ def espeak(text: str, voice: str) -> bytes:
     """`text` in espeak-ng's `voice` at 16 kHz."""
     if shutil.which("espeak-ng") is None:
         unavailable("espeak-ng is not installed (apt install espeak-ng): the wake word's other voices")
-    from toy_runtime.audio.resample import Resampler
-
-    out = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True).stdout
-    with wave.open(io.BytesIO(out)) as w:
-        resampler = Resampler(w.getframerate(), RATE)
-        return resampler.process(w.readframes(w.getnframes())) + resampler.flush()
+    return espeak_pcm(text, voice, sample_rate_hz=RATE)
 
 
 def speech_end(pcm: bytes, threshold: int = 300) -> int:

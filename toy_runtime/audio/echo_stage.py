@@ -1,8 +1,9 @@
 """The capture front end: every mic frame, 10 ms at a time, through the echo canceller with its render frame.
 
 `EchoCancelledSource` wraps the microphone (an `AudioSource`) and is one itself, so the listener, the wake word
-and the VAD downstream hear the child without the toy's own voice. It runs on the event loop beside the VAD:
-two native calls of ~30 µs per 10 ms (measured ~0.6 % of a core), less than a hop to a worker thread would cost.
+and the VAD downstream hear the child without the toy's own voice. It runs on the event loop beside the VAD: two
+native calls of ~30 µs per 10 ms plus the levels (2.4–3.2 % of a core measured with noise suppression and the gate;
+it adds ~17 ms to the heard reply, docs/benchmarks.md "Ears": moving it off the loop is the next step).
 
 It also keeps the numbers that show it works: how many frames carried a reference, and the echo return loss
 enhancement (ERLE, input level over output level) over frames where only the toy was sounding.
@@ -37,13 +38,13 @@ class EchoStats:
         self._in_energy = 0.0  # capture energy over render frames, before and after the canceller
         self._out_energy = 0.0
 
-    def add(self, capture: np.ndarray, cleaned: np.ndarray, render: np.ndarray) -> None:
-        """Count one 10 ms frame."""
+    def add(self, capture_ms: float, cleaned_ms: float, render_ms: float) -> None:
+        """Count one 10 ms frame, given the mean squares of what the mic heard, what came out and what played."""
         self.frames += 1
-        if _mean_square(render) > _AUDIBLE_RENDER ** 2:
+        if render_ms > _AUDIBLE_RENDER ** 2:
             self.render_frames += 1
-            self._in_energy += _mean_square(capture)
-            self._out_energy += _mean_square(cleaned)
+            self._in_energy += capture_ms
+            self._out_energy += cleaned_ms
 
     @property
     def erle_db(self) -> float | None:
@@ -99,15 +100,17 @@ class EchoCancelledSource(WrappedSource):
             capture = pcm[i : i + 2 * n]
             render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n)
             cleaned = self.canceller.process(capture, render)
-            raw, clean, ref = (np.frombuffer(capture, np.int16), np.frombuffer(cleaned, np.int16),
-                               np.frombuffer(render, np.int16))
-            self._recent_render.append(_mean_square(ref))
+            # each level once per piece: this runs on the loop for every 10 ms of audio
+            raw_ms = _mean_square(np.frombuffer(capture, np.int16))
+            out_ms = _mean_square(np.frombuffer(cleaned, np.int16))
+            ref_ms = _mean_square(np.frombuffer(render, np.int16))
+            self._recent_render.append(ref_ms)
             if self.canceller.cancels_echo and max(self._recent_render) > _AUDIBLE_RENDER ** 2:
-                left = _mean_square(clean)
-                if left < self._floor or left < self._drop * _mean_square(raw):
+                if out_ms < self._floor or out_ms < self._drop * raw_ms:
                     cleaned = bytes(len(cleaned))
+                    out_ms = 0.0
                     self.gated += 1
-            self.stats.add(raw, np.frombuffer(cleaned, np.int16), ref)
+            self.stats.add(raw_ms, out_ms, ref_ms)
             self._history_render.append(render)
             self._history_out.append(cleaned)
             out += cleaned

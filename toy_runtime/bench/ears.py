@@ -106,15 +106,9 @@ class EarsResult:
 
 def espeak(text: str, voice: str) -> bytes:
     """`text` spoken by espeak-ng (`voice`), at 16 kHz. Deterministic."""
-    import io
-    import subprocess
-    import wave
+    from ..testing.speech import espeak_pcm
 
-    from ..audio.resample import resample
-
-    out = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True).stdout
-    with wave.open(io.BytesIO(out)) as w:
-        return resample(w.readframes(w.getnframes()), w.getframerate(), 16000)
+    return espeak_pcm(text, voice)
 
 
 def noise_pcm(kind: str, seconds: float = 10.0, *, level_dbfs: float = -42.0, seed: int = 7) -> bytes:

@@ -17,7 +17,7 @@ from typing import Protocol, Sequence
 
 from toy_runtime.ports.speech import SynthesizedAudio
 
-__all__ = ["PhraseCache", "is_deterministic"]
+__all__ = ["PhraseCache", "espeak_pcm", "is_deterministic"]
 
 
 class BlockingSynthesizer(Protocol):
@@ -70,3 +70,19 @@ class PhraseCache:
             clip = self.speak(text)
             pcm = self._resampled[key] = resample(clip.pcm, clip.sample_rate_hz, sample_rate_hz)
         return pcm
+
+
+def espeak_pcm(text: str, voice: str = "en-us", *, speed: int | None = None, sample_rate_hz: int = 16000) -> bytes:
+    """`text` spoken by espeak-ng in `voice` (a voice the toy never speaks with), int16 mono at `sample_rate_hz`.
+    Deterministic. Needs the `espeak-ng` program (apt install espeak-ng)."""
+    import io
+    import subprocess
+    import wave
+
+    from ..audio.resample import resample
+
+    speed_args = ["-s", str(speed)] if speed is not None else []
+    out = subprocess.run(["espeak-ng", "-v", voice, *speed_args, "--stdout", text], capture_output=True,
+                         check=True).stdout
+    with wave.open(io.BytesIO(out)) as w:
+        return resample(w.readframes(w.getnframes()), w.getframerate(), sample_rate_hz)
