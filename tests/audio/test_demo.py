@@ -8,8 +8,8 @@ import json
 
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.app.demo import run_demo, summary
-from toy_runtime.app.demo_script import (DEFAULT_SCRIPT, Answered, Handled, Line, SessionEnds, Verdict, VolumeSet,
-                                     VolumeUp, as_lines, judge)
+from toy_runtime.app.demo_script import (DEFAULT_SCRIPT, Answered, Handled, Line, ReminderSet, SessionEnds, Verdict,
+                                         VolumeSet, VolumeUp, as_lines, judge)
 from toy_runtime.ports.device import MixerState
 from toy_runtime.metrics.voice_turn import VoiceTurnRecord
 
@@ -115,3 +115,27 @@ async def test_plain_text_lines_are_judged_too(tmp_path):
     assert verdicts[0]["expected"] == "something done or answered"
     assert not verdicts[0]["understood"]  # offline: only "I can't think right now" was said
     assert total["understood"] == 0
+
+
+async def test_the_mandarin_story_happens_with_a_model(tmp_path, zh_voice):
+    """The Chinese story end to end with a model on loopback: heard in Mandarin, the volume set, a reminder in the
+    calendar, the session ended, and the model asked in Chinese answered the story."""
+    from toy_runtime.app.demo_script import CHINESE_SCRIPT
+    from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+
+    assert [type(line.expect) for line in CHINESE_SCRIPT][2] is ReminderSet
+    with ScriptedLLMServer(lambda request: Reply(text="从前有一条小龙，它最喜欢在云里飞。")) as llm:
+        code, verdicts, total, _ = await demo(tmp_path, "zh", CHINESE_SCRIPT,
+                                              llm={"base_url": llm.url, "model": "scripted-model"})
+    assert code == 0
+    assert all(v["understood"] for v in verdicts), verdicts
+    assert "音量" in verdicts[1]["heard"] and "提醒" in verdicts[2]["heard"], verdicts
+    assert total == {"type": "demo_summary", "understood": 4, "utterances": 4}
+
+
+def test_a_reminder_line_is_judged_by_the_calendar_event():
+    line = Line("明天早上八点提醒我刷牙。", ReminderSet())
+    assert judge(line, record(events=[("calendar.schedule.create", "succeeded")]), AT_50, AT_50).understood
+    assert judge(line, record(), AT_50, AT_50).problem == "no reminder was set"
+    assert judge(line, record(events=[("calendar.schedule.create", "failed")]), AT_50, AT_50).problem == (
+        "the reminder failed")

@@ -6,8 +6,9 @@ for CTranslate2, the model file split in two) and are loaded from memory: no 145
 Whisper is not a streaming model, so this adapter makes the non-streaming path short (measured in
 docs/benchmarks.md, "Hearing Chinese and English"):
 
-- the encoder's window is the audio plus `pad_s` of silence, not Whisper's fixed 30 s (its cost grows with the
-  window; trained on 30 s, it still transcribes a short window right when a little silence follows the speech);
+- the encoder's window is the audio plus `pad_s` of silence, at least `min_window_s`, not Whisper's fixed 30 s
+  (its cost grows with the window; trained on 30 s, it still transcribes a short window right when a little
+  silence follows the speech; a single word in a window under ~4 s often gained a character: "再见者");
 - greedy decoding with a cap of `max_tokens_per_s` tokens per second of audio and a guard that cuts a repeating
   tail (a short window otherwise loops: "Why is the sky blue? Why is the sky blue? ...");
 - the language is detected between `languages` only (en/zh): the first unless another is `switch_factor` times
@@ -18,6 +19,10 @@ docs/benchmarks.md, "Hearing Chinese and English"):
   this takes ~0.1 s for a 2 s utterance here (0.1 CPU-s per audio second), inside the hangover, so the child waits
   no longer than with the streaming recognizer; partials (a re-decode every `partial_interval_ms`) are off by
   default, as nothing in a turn waits for them;
+- the audio is cut to the speech (from `lead_ms` before the first 10 ms within 35 dB of the loudest to
+  `trail_ms` after the last): the listener's pre-roll and hangover then do not move the words in the window, to
+  which Whisper base is oddly sensitive ("再见" was heard as "再见者" after 100 or 200 ms of pre-roll, right after
+  0, 150 or 300 ms; cut, it was right after all of them);
 - Whisper invents text from silence ("you", "Thank you."): the no-speech probability drops such an utterance, and
   it is only ever fed VAD-cut speech.
 """
@@ -121,13 +126,16 @@ class WhisperRecognizer:
     sample_rate_hz = 16000
 
     def __init__(self, cache_dir: str | Path, *, languages: tuple[str, ...] = ("en", "zh"), language: str | None = None,
-                 threads: int = 0, compute_type: str = "int8", pad_s: float = 3.0,
+                 threads: int = 0, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
+                 lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
                  no_speech_threshold: float = 0.6, beam_size: int = 1,
                  switch_factor: float = 20.0) -> None:
         self._model, self._tokenizer = load_whisper_base(cache_dir, threads=threads, compute_type=compute_type)
         self._languages = (language,) if language else tuple(languages)
         self._pad_s = pad_s
+        self._min_window_s = min_window_s
+        self._lead_ms, self._trail_ms = lead_ms, trail_ms
         self._max_tokens_per_s = max_tokens_per_s
         self._partial_every = int(self.sample_rate_hz * partial_interval_ms / 1000) * 2 if partial_interval_ms else 0
         self._no_speech_threshold = no_speech_threshold
@@ -195,11 +203,13 @@ class WhisperRecognizer:
 
         from toy_runtime.adapters.whisper_features import log_mel
 
-        samples = np.frombuffer(bytes(self._pcm), dtype=np.int16).astype(np.float32) / 32768.0
+        samples = _speech_span(np.frombuffer(bytes(self._pcm), dtype=np.int16).astype(np.float32) / 32768.0,
+                               self.sample_rate_hz, self._lead_ms, self._trail_ms)
         seconds = len(samples) / self.sample_rate_hz
         if seconds < 0.1:
             return WhisperResult("", self._languages[0], 1.0)
-        features = ctranslate2.StorageView.from_array(log_mel(samples, pad_s=self._pad_s)[None])
+        pad = max(self._pad_s, self._min_window_s - seconds)
+        features = ctranslate2.StorageView.from_array(log_mel(samples, pad_s=pad)[None])
         encoded = self._model.encode(features, to_cpu=False)
         language = self._detect(encoded)
         prompt = self._prompt(language)
@@ -230,6 +240,26 @@ class WhisperRecognizer:
         prompt += [ids["<|startoftranscript|>"], ids[f"<|{language}|>"], ids["<|transcribe|>"],
                    ids["<|notimestamps|>"]]
         return prompt
+
+
+def _speech_span(samples: Any, rate_hz: int, lead_ms: float, trail_ms: float, *, below_db: float = 35.0,
+                 floor_dbfs: float = -55.0) -> Any:
+    """`samples` from `lead_ms` before the first 10 ms frame within `below_db` of the loudest (and above
+    `floor_dbfs`) to `trail_ms` after the last; unchanged when no frame is loud enough."""
+    import numpy as np
+
+    size = rate_hz // 100
+    frames = len(samples) // size
+    if frames == 0:
+        return samples
+    power = (samples[:frames * size].reshape(frames, size) ** 2).mean(axis=1)
+    level = 10 * np.log10(power + 1e-12)
+    loud = np.nonzero(level > max(level.max() - below_db, floor_dbfs))[0]
+    if not len(loud):
+        return samples
+    start = max(0, loud[0] * size - int(lead_ms * rate_hz / 1000))
+    end = min(len(samples), (loud[-1] + 1) * size + int(trail_ms * rate_hz / 1000))
+    return samples[start:end]
 
 
 def _cut_repeats(ids: list[int], *, min_len: int = 2, max_len: int = 12) -> list[int]:

@@ -11,8 +11,8 @@ from typing import Any, Protocol, Sequence
 
 from ..ports.device import MixerState
 
-__all__ = ["Line", "Verdict", "Answered", "VolumeSet", "VolumeUp", "SessionEnds", "Handled", "DEFAULT_SCRIPT",
-           "as_lines", "judge"]
+__all__ = ["Line", "Verdict", "Answered", "VolumeSet", "VolumeUp", "SessionEnds", "ReminderSet", "Handled",
+           "DEFAULT_SCRIPT", "CHINESE_SCRIPT", "SCRIPTS", "as_lines", "judge"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,18 @@ class SessionEnds:
 
 
 @dataclass(frozen=True)
+class ReminderSet:
+    """A reminder was written to the calendar (the schedule event succeeded)."""
+
+    description: str = "a reminder set"
+
+    def check(self, turn: TurnView) -> str | None:
+        if "calendar.schedule.create" in turn.events("succeeded"):
+            return None
+        return "no reminder was set" if "calendar.schedule.create" not in turn.events() else "the reminder failed"
+
+
+@dataclass(frozen=True)
 class Handled:
     """For lines without a known expectation (`demo --say`): an event succeeded, the session ended, or the model
     answered. Only the offline or fault line, or a failed event, is not handled."""
@@ -132,6 +144,17 @@ DEFAULT_SCRIPT: tuple[Line, ...] = (
     Line("A bit louder please.", VolumeUp()),
     Line("See you later.", SessionEnds()),
 )
+
+
+CHINESE_SCRIPT: tuple[Line, ...] = (
+    Line("给我讲一个小龙的故事好吗？", Answered()),
+    Line("把音量调到三十。", VolumeSet(30)),
+    Line("明天早上八点提醒我刷牙。", ReminderSet()),
+    Line("再见。", SessionEnds()),
+)
+
+SCRIPTS = {"en": DEFAULT_SCRIPT, "zh": CHINESE_SCRIPT}
+"""The demo's stories by language (`demo --story`)."""
 
 
 def as_lines(script: Sequence[Line | str]) -> tuple[Line, ...]:

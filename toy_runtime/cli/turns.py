@@ -19,12 +19,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The scripted demo on embedded defaults."""
-    from ..app.demo import DEFAULT_SCRIPT, run_demo
+    from ..app.demo import run_demo
+    from ..app.demo_script import SCRIPTS
     from ..app.preflight import check_output_dir
 
     settings = settings_for(args)
     check_output_dir(Path(args.out), "--out")
-    script = tuple(args.say) if args.say else DEFAULT_SCRIPT
+    script = tuple(args.say) if args.say else SCRIPTS[args.story]
     return asyncio.run(run_demo(settings, Path(args.out), script=script, json_lines=args.json))
 
 
@@ -42,6 +43,9 @@ def register_demo(sub) -> None:
     add_turn_flags(p)
     p.add_argument("--out", metavar="DIR", default="demo-out", help="folder for the WAV files (default: demo-out)")
     p.add_argument("--say", action="append", metavar="TEXT", help="a child utterance (repeatable; default: a script)")
+    p.add_argument("--story", choices=("en", "zh"), default="en",
+                   help="the scripted story: en = English, zh = Mandarin (volume, a reminder, goodbye; best with the "
+                   "neural Mandarin voice: scripts/make_mandarin_voice.sh)")
     p.add_argument("--json", action="store_true",
                    help="stdout has only JSON lines (turns, verdicts, summary); progress goes to stderr")
     p.set_defaults(func=cmd_demo)
