@@ -24,6 +24,7 @@ APT_PACKAGES=(
     alsa-utils libasound2-plugins libasound2-dev  # arecord/aplay/amixer, ALSA plugins, pyalsaaudio headers
     mosquitto mosquitto-clients                   # the local broker (skipped with --no-local-broker)
     curl ca-certificates                          # model downloads
+    espeak-ng                                     # the Mandarin voice without the neural one (robotic, GPL-3)
 )
 SERVICE_USER=toy
 SERVICE_GROUP=toy
