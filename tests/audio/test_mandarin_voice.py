@@ -36,6 +36,7 @@ def test_the_neural_voice_is_understood(zh_voice, whisper):
 async def test_the_neural_voice_streams_clause_by_clause(zh_voice):
     pieces = [p async for p in zh_voice.synthesize("好的，我们开始吧。你想听什么故事？")]
     assert len(pieces) == 3 and all(p.duration_ms > 300 for p in pieces)
+    assert pieces[0].trimmed_ms > 20 and pieces[1].trimmed_ms == 0  # the answer's quiet start cut, not the pauses
     assert [p async for p in zh_voice.synthesize("。！")] == []  # nothing to say
 
 
