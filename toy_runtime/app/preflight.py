@@ -117,7 +117,11 @@ def check_mandarin_voice(settings: Settings) -> None:
 
 
 def check_asr_model(settings: Settings) -> None:
-    """A vosk engine has a model folder that looks like one (the model itself loads later, in the background)."""
+    """A vosk engine has a model folder that looks like one (the model itself loads later, in the background);
+    a Mandarin-only toy has a recognizer that hears Mandarin."""
+    if settings.session.language == "zh" and settings.asr.engine == "pocketsphinx":
+        raise ConfigError("session.language: \"zh\" needs asr.engine = \"whisper\" (pocketsphinx hears English "
+                          "only)")
     if settings.asr.engine != "vosk":
         return
     path = settings.asr.model_path
