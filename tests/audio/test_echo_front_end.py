@@ -196,6 +196,33 @@ async def test_the_residual_gate_silences_leftover_echo_but_never_the_child():
     assert stage.gated == 50
 
 
+class HalvingSuppressor(PassThroughCanceller):
+    """Stands in for noise suppression: every frame at half its amplitude (the recognizer must not get this)."""
+
+    suppresses_noise = True
+
+    def process(self, capture: bytes, render: bytes) -> bytes:
+        assert not any(render)  # noise suppression runs without a far end
+        return (samples(capture) // 2).astype(np.int16).tobytes()
+
+
+async def test_with_a_suppressor_the_recognizer_hears_the_echo_cancelled_audio_before_it():
+    played, child, ref, source = echo_scene(child_from=25)
+    stage = EchoCancelledSource(source, LeakyCanceller(), ref, suppressor=HalvingSuppressor(RATE))
+    await source.start()
+    frames = [stage.clean(retimed(f, i)) for i, f in enumerate([f async for f in source][:50])]
+    for i in (30, 49):  # the child over the toy
+        expected = child[i * 320 : (i + 1) * 320].astype(float) + 0.01 * played[i * 320 : (i + 1) * 320]
+        assert np.allclose(samples(frames[i].for_recognizer), expected, atol=2)  # not suppressed
+        assert np.allclose(samples(frames[i].pcm), expected / 2, atol=2)  # the VAD's copy is
+    # the residual gate silences both copies of the echo-only frames
+    assert all(not samples(f.pcm).any() and not samples(f.for_recognizer).any() for f in frames[:25])
+    assert "noise suppression: on (the recognizer hears it before)" in stage.describe()
+    # without a suppressor there is one version
+    plain = EchoCancelledSource(source, LeakyCanceller(), ref).clean(retimed(frames[30], 30))
+    assert plain.asr_pcm is None and plain.for_recognizer == plain.pcm
+
+
 async def test_the_pass_through_changes_nothing_and_gates_nothing():
     _, _, ref, source = echo_scene()
     stage = EchoCancelledSource(source, PassThroughCanceller(RATE), ref)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from toy_runtime.audio.endpointer import EndpointerConfig
@@ -16,6 +17,7 @@ from toy_runtime.audio.listener import (
     UtteranceDiscarded,
 )
 from toy_runtime.fakes.audio import ListSource, ScriptedASR, ScriptedVAD
+from toy_runtime.ports.audio import AudioFrame
 from toy_runtime.ports.speech import SpeechEngineError
 
 CFG = EndpointerConfig(preroll_ms=200, start_ms=60, hangover_ms=200, min_utterance_ms=200, max_utterance_ms=10000)
@@ -332,3 +334,54 @@ async def test_the_source_groups_frames_only_while_nothing_is_heard():
     assert await collect(deaf, paused) == []
     await deaf.aclose()
     assert paused.relax_calls == [(1, True)]  # speech, but deaf: no frame is needed at once
+
+
+class RecordingASR(ScriptedASR):
+    """Keeps every byte it was fed."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.fed = bytearray()
+
+    def accept(self, pcm: bytes):
+        self.fed += pcm
+        return super().accept(pcm)
+
+
+class TwoVersionSource:
+    """Each frame of `inner` with a recognizer's copy beside it: the same length, every sample 7."""
+
+    def __init__(self, inner: ListSource) -> None:
+        self.inner = inner
+        self.sample_rate_hz = inner.sample_rate_hz
+        self.frame_ms = inner.frame_ms
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self):
+        return self._frames()
+
+    async def _frames(self):
+        async for frame in self.inner:
+            marked = np.full(len(frame.pcm) // 2, 7, np.int16).tobytes()
+            yield AudioFrame(frame.pcm, frame.sample_rate_hz, frame.timestamp_s, marked)
+
+
+async def test_the_recognizer_gets_the_frames_recognizer_copy_and_the_vad_the_other():
+    src = TwoVersionSource(source(("silence", 500), ("speech", 600), ("silence", 800)))
+    asr = RecordingASR(["turn it up"])
+    listener = Listener(src, ScriptedVAD(), asr, CFG, early_final_ms=100)
+    try:
+        await src.start()
+        events = [e async for e in listener.events()]
+    finally:
+        await listener.aclose()
+    assert [e.text for e in events if isinstance(e, Utterance)] == ["turn it up"]  # the VAD heard the tone
+    assert asr.fed and set(np.frombuffer(bytes(asr.fed), np.int16)) == {7}  # the recognizer only the copy

@@ -75,8 +75,12 @@ def load_canceller(settings: Settings, ears: Ears) -> None:
 
     e = settings.ears
     rate = settings.audio.sample_rate_hz
-    canceller = WebRtcAudioProcessor(rate, echo_cancellation=e.echo_cancellation,
-                                     noise_suppression=e.noise_suppression, auto_gain=e.auto_gain)
+    # Two processors when noise is suppressed: the recognizer hears the echo-cancelled audio, the VAD and the wake
+    # word the suppressed one (audio/echo_stage.py says why)
+    canceller = WebRtcAudioProcessor(rate, echo_cancellation=e.echo_cancellation, noise_suppression=False,
+                                     auto_gain=e.auto_gain)
+    suppressor = (WebRtcAudioProcessor(rate, echo_cancellation=False, noise_suppression=True, high_pass_filter=False)
+                  if e.noise_suppression else None)
     # with echo cancellation off the canceller ignores its render frames: a reference nobody feeds will do
     reference = ears.reference if ears.reference is not None else EchoReference(rate)
-    ears.front_end.install(EchoCancelledSource(ears.front_end.source, canceller, reference))
+    ears.front_end.install(EchoCancelledSource(ears.front_end.source, canceller, reference, suppressor=suppressor))

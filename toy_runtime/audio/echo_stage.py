@@ -62,11 +62,20 @@ class EchoCancelledSource(WrappedSource):
     """
 
     def __init__(self, source: AudioSource, canceller: EchoCanceller, reference: EchoReference, *,
-                 residual_floor_dbfs: float = -50.0, residual_drop_db: float = 28.0) -> None:
+                 suppressor: EchoCanceller | None = None, residual_floor_dbfs: float = -50.0,
+                 residual_drop_db: float = 28.0) -> None:
         if canceller.sample_rate_hz != source.sample_rate_hz or reference.sample_rate_hz != source.sample_rate_hz:
             raise ValueError("the canceller, its reference and the microphone must share one sample rate")
+        if suppressor is not None and suppressor.sample_rate_hz != source.sample_rate_hz:
+            raise ValueError("the noise suppressor and the microphone must share one sample rate")
         super().__init__(source)
         self.canceller = canceller
+        # With a separate `suppressor` (noise suppression only), frames carry two versions: `pcm` suppressed, for
+        # the VAD, the wake word and the residual gate, as before; `asr_pcm` echo-cancelled only, for the
+        # recognizer (through WebRTC's NS Whisper base lost 1-3 points and misheard some sentences it got right
+        # without: docs/benchmarks.md, "Hearing")
+        self.suppressor = suppressor
+        self._silence = bytes(2 * self.sample_rate_hz * FRAME_MS // 1000)
         self.reference = reference
         self.stats = EchoStats()
         self._piece = self.sample_rate_hz * FRAME_MS // 1000  # samples per canceller frame
@@ -96,10 +105,12 @@ class EchoCancelledSource(WrappedSource):
         if len(pcm) % (2 * n):
             return frame  # not whole 10 ms pieces (a device that never does this): left as it is, never cut
         out = bytearray()
+        for_asr = bytearray() if self.suppressor is not None else None
         for i in range(0, len(pcm), 2 * n):
             capture = pcm[i : i + 2 * n]
             render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n)
-            cleaned = self.canceller.process(capture, render)
+            echo_free = self.canceller.process(capture, render)
+            cleaned = echo_free if self.suppressor is None else self.suppressor.process(echo_free, self._silence)
             # each level once per piece: this runs on the loop for every 10 ms of audio
             raw_ms = _mean_square(np.frombuffer(capture, np.int16))
             out_ms = _mean_square(np.frombuffer(cleaned, np.int16))
@@ -107,14 +118,17 @@ class EchoCancelledSource(WrappedSource):
             self._recent_render.append(ref_ms)
             if self.canceller.cancels_echo and max(self._recent_render) > _AUDIBLE_RENDER ** 2:
                 if out_ms < self._floor or out_ms < self._drop * raw_ms:
-                    cleaned = bytes(len(cleaned))
+                    cleaned = echo_free = bytes(len(cleaned))
                     out_ms = 0.0
                     self.gated += 1
             self.stats.add(raw_ms, out_ms, ref_ms)
             self._history_render.append(render)
             self._history_out.append(cleaned)
             out += cleaned
-        return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s)
+            if for_asr is not None:
+                for_asr += echo_free
+        return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s,
+                          bytes(for_asr) if for_asr is not None else None)
 
     def echo_likeness(self, window_s: float = 0.16, max_lag_s: float = 0.45) -> float:
         """How much the last `window_s` the listener heard looks like what the toy played up to `max_lag_s` before:
@@ -146,4 +160,8 @@ class EchoCancelledSource(WrappedSource):
         """The canceller's line plus whether the reference is arriving."""
         fed = "reference fed" if self.reference.blocks else "no reference yet"
         erle = self.stats.erle_db
-        return f"{self.canceller.describe()} ({fed}" + (f", {erle:.0f} dB removed)" if erle is not None else ")")
+        line = self.canceller.describe()
+        if self.suppressor is not None:
+            line = (line.replace(", noise suppression: off", "")
+                    + ", noise suppression: on (the recognizer hears it before)")
+        return f"{line} ({fed}" + (f", {erle:.0f} dB removed)" if erle is not None else ")")

@@ -253,13 +253,13 @@ class Listener:
             # Frame by frame, not one joined buffer: engines that hold the GIL while decoding (pocketsphinx does)
             # would otherwise stall the event loop for the whole pre-roll (~100-250 ms measured).
             for f in event.frames:
-                await self._feed(f.pcm)
+                await self._feed(f.for_recognizer)
             yield SpeechStart(at=first.timestamp_s, detected_at=self._clock())
         elif isinstance(event, SpeechContinues):
             if event.is_speech:
                 self._last_speech_end = event.frame.end_s
             self._audio_ms += event.frame.duration_ms
-            await self._continue(event.frame.pcm)
+            await self._continue(event.frame.for_recognizer)
         elif isinstance(event, SpeechEnded):
             decided_at = self._clock()
             lag = decided_at - frame.end_s if self._live else 0.0

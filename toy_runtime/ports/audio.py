@@ -29,6 +29,14 @@ class AudioFrame:
     pcm: bytes
     sample_rate_hz: int
     timestamp_s: float
+    # The same moment for the recognizer, when it should hear it differently (the front end: echo-cancelled but
+    # not noise-suppressed; noise suppression helps the VAD and costs Whisper 1-3 points). None: `pcm`.
+    asr_pcm: bytes | None = None
+
+    @property
+    def for_recognizer(self) -> bytes:
+        """What the speech recognizer gets: `asr_pcm` if set, else `pcm`."""
+        return self.pcm if self.asr_pcm is None else self.asr_pcm
 
     @property
     def samples(self) -> int:
