@@ -16,6 +16,7 @@ from toy_runtime.audio.listener import (
     Utterance,
     UtteranceDiscarded,
 )
+from toy_runtime.audio.wrapped_source import WrappedSource
 from toy_runtime.fakes.audio import ListSource, ScriptedASR, ScriptedVAD
 from toy_runtime.ports.audio import AudioFrame
 from toy_runtime.ports.speech import SpeechEngineError
@@ -348,30 +349,12 @@ class RecordingASR(ScriptedASR):
         return super().accept(pcm)
 
 
-class TwoVersionSource:
-    """Each frame of `inner` with a recognizer's copy beside it: the same length, every sample 7."""
+class TwoVersionSource(WrappedSource):
+    """Each frame of the wrapped source with a recognizer's copy beside it: the same length, every sample 7."""
 
-    def __init__(self, inner: ListSource) -> None:
-        self.inner = inner
-        self.sample_rate_hz = inner.sample_rate_hz
-        self.frame_ms = inner.frame_ms
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def stop(self) -> None:
-        await self.inner.stop()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def __aiter__(self):
-        return self._frames()
-
-    async def _frames(self):
-        async for frame in self.inner:
-            marked = np.full(len(frame.pcm) // 2, 7, np.int16).tobytes()
-            yield AudioFrame(frame.pcm, frame.sample_rate_hz, frame.timestamp_s, marked)
+    def _frame(self, frame: AudioFrame) -> AudioFrame:
+        marked = np.full(len(frame.pcm) // 2, 7, np.int16).tobytes()
+        return AudioFrame(frame.pcm, frame.sample_rate_hz, frame.timestamp_s, marked)
 
 
 async def test_the_recognizer_gets_the_frames_recognizer_copy_and_the_vad_the_other():

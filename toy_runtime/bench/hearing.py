@@ -68,14 +68,11 @@ class HearingRow:
 
 
 def level(pcm: bytes, dbfs: float) -> np.ndarray:
-    """The clip scaled so that its speech (frames within 40 dB of the loudest) is at `dbfs` RMS, as float."""
+    """The clip scaled so that its speech (20 ms frames within 40 dB of the loudest) is at `dbfs` RMS, as float."""
+    from ..audio.bilingual_voice import active_rms
+
     x = np.frombuffer(pcm, np.int16).astype(np.float64)
-    size = 320
-    frames = x[: len(x) // size * size].reshape(-1, size)
-    power = (frames**2).mean(axis=1)
-    active = power[power >= power.max() * 1e-4]
-    rms = float(np.sqrt(active.mean())) if len(active) else 1.0
-    return x * (32768 * 10 ** (dbfs / 20) / max(rms, 1e-9))
+    return x * (32768 * 10 ** (dbfs / 20) / max(active_rms(pcm, 16000), 1e-9))
 
 
 def in_room(pcm: bytes, noise: np.ndarray | None, *, lead_ms: int = 200, trail_ms: int = 150,
