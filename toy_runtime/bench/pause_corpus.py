@@ -18,13 +18,14 @@ WAV (bench/utterances.py); each part from its audible onset to its audible end.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from .utterances import utterance_cache_dir
 
 __all__ = ["PAUSED", "COMPLETE", "PAUSES_MS", "HANGOVERS_MS", "CorpusResult", "judge_utterance", "run_corpus",
            "markdown"]
@@ -74,16 +75,18 @@ class CorpusResult:
     end_delay_ms: float | None  # None: cut (the end came inside a pause)
 
 
-def _room(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(0, 32768 * 10 ** (-65 / 20), n).astype(np.int16)
-
-
 def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hangover_ms: int, *,
                     vad_factory: Callable[[], Any], seed: int = 0, frame_ms: int = 20, lead_ms: int = 300,
-                    end_by_level: bool = True) -> tuple[bool, float | None]:
-    """(cut, end delay ms) for `parts` (16 kHz int16, onset to audible end) joined by `pauses_ms` of a quiet room,
-    through the runtime's endpointer at `hangover_ms` over a VAD from `vad_factory` (first warmed on the whole
-    utterance, as a long-running runtime's VAD is)."""
+                    end_by_level: bool = True, room_dbfs: float | None = -65.0) -> tuple[bool, float | None]:
+    """(cut, end delay ms) for `parts` (16 kHz int16, onset to audible end) joined by `pauses_ms` of a quiet room
+    at `room_dbfs` (None: digital silence), through the runtime's endpointer at `hangover_ms` over a VAD from
+    `vad_factory` (first warmed on the whole utterance, as a long-running runtime's VAD is)."""
+
+    def _room(n: int, seed: int) -> np.ndarray:
+        if room_dbfs is None:
+            return np.zeros(n, np.int16)
+        return np.random.default_rng(seed).normal(0, 32768 * 10 ** (room_dbfs / 20), n).astype(np.int16)
+
     from ..audio.endpointer import Endpointer, EndpointerConfig, SpeechEnded
     from ..audio.level import level_db
     from ..ports.audio import AudioFrame
@@ -116,17 +119,12 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
     return False, None
 
 
-def _part(text: str, cache_dir: Path) -> np.ndarray:
-    from .pauses import _phrase
-
-    return _phrase(text, cache_dir)
-
-
 def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2
                ) -> list[CorpusResult]:
     """Every utterance of the corpus at every hangover."""
     from ..adapters.webrtc_vad import WebRtcVad
     from ..language import has_cjk
+    from .pauses import audible_phrase as _part
 
     def vad() -> Any:
         return WebRtcVad(aggressiveness)
@@ -171,8 +169,7 @@ def markdown(results: Sequence[CorpusResult]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                   / "toy-runtime" / "bench-voice")
+    p.add_argument("--cache-dir", type=Path, default=utterance_cache_dir())
     args = p.parse_args(argv)
     print(markdown(run_corpus(args.cache_dir)))
     return 0

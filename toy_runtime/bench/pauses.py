@@ -15,7 +15,6 @@ hangover; a *false cut* is an utterance that ends before its second part. No sou
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -53,40 +52,19 @@ class PauseResult:
     cut: bool
 
 
-def _frames(pcm16: np.ndarray, frame: int) -> list[bytes]:
-    return [pcm16[i:i + frame].tobytes() for i in range(0, len(pcm16) - frame + 1, frame)]
-
-
 def false_cuts(first: np.ndarray, second: np.ndarray, pause_ms: int, hangover_ms: int, *, end_by_level: bool,
                vad_factory: Callable[[], Any], lead_ms: int = 300, frame_ms: int = 20) -> bool:
     """True when the utterance `first` + `pause_ms` of silence + `second` (16 kHz int16) is cut before `second`
     starts, by the runtime's endpointer at `hangover_ms` over the VAD from `vad_factory` (a fresh one: the runtime's
     VAD has heard speech before, so it first hears the whole utterance once, untimed)."""
-    from ..audio.endpointer import Endpointer, EndpointerConfig, SpeechEnded
-    from ..audio.level import level_db
-    from ..ports.audio import AudioFrame
+    from .pause_corpus import judge_utterance
 
-    rate = 16000
-    gap = np.zeros(rate * pause_ms // 1000, np.int16)
-    lead = np.zeros(rate * lead_ms // 1000, np.int16)
-    audio = np.concatenate([lead, first, gap, second, np.zeros(rate, np.int16)])
-    second_at_ms = (len(lead) + len(first) + len(gap)) * 1000 / rate
-    vad = vad_factory()
-    n = rate * frame_ms // 1000
-    frames = _frames(audio, n)
-    for pcm in frames:  # warm-up pass: the VAD in the state a long-running runtime's VAD is in
-        vad.is_speech(AudioFrame(pcm, rate, 0.0))
-    endpointer: Endpointer = Endpointer(EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
-                                                         min_utterance_ms=0, preroll_ms=0))
-    for i, pcm in enumerate(frames):
-        frame = AudioFrame(pcm, rate, i * frame_ms / 1000)
-        for event in endpointer.process(frame, vad.is_speech(frame), frame_ms, level_db(pcm)):
-            if isinstance(event, SpeechEnded):
-                return event.at_ms <= second_at_ms
-    return False
+    cut, _ = judge_utterance([first, second], [pause_ms], hangover_ms, vad_factory=vad_factory, frame_ms=frame_ms,
+                             lead_ms=lead_ms, end_by_level=end_by_level, room_dbfs=None)
+    return cut
 
 
-def _phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
+def audible_phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
     """The phrase at 16 kHz from its audible onset to its audible end."""
     from .heard import levels_of
     from .utterances import utterance
@@ -108,7 +86,7 @@ def run_pause_bench(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS,
 
     results = []
     for (a, b), pause in zip(pairs, pauses):
-        first, second = _phrase(a, cache_dir), _phrase(b, cache_dir)
+        first, second = audible_phrase(a, cache_dir), audible_phrase(b, cache_dir)
         for level in (True, False):
             for hangover in hangovers:
                 cut = false_cuts(first, second, pause, hangover, end_by_level=level,
@@ -135,8 +113,9 @@ def markdown(results: Sequence[PauseResult]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                   / "toy-runtime" / "bench-voice")
+    from .utterances import utterance_cache_dir
+
+    p.add_argument("--cache-dir", type=Path, default=utterance_cache_dir())
     args = p.parse_args(argv)
     print(markdown(run_pause_bench(args.cache_dir)))
     return 0

@@ -21,7 +21,14 @@ import numpy as np
 from ..audio.resample import resample
 from .heard import levels_of
 
-__all__ = ["utterance", "vad_tail_ms"]
+__all__ = ["utterance", "utterance_cache_dir", "vad_tail_ms"]
+
+def utterance_cache_dir() -> Path:
+    """Where the benches cache their utterances: $XDG_CACHE_HOME (else ~/.cache)/toy-runtime/bench-voice."""
+    import os
+
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toy-runtime" / "bench-voice"
+
 
 def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
     """int16 mono PCM and rate of `text` in the default voice, noise off (deterministic); Chinese text in the

@@ -28,7 +28,7 @@ from ..testing.scripted_llm import Reply, ScriptedLLMServer
 from ..testing.services import audit_records
 from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
-from .utterances import utterance, vad_tail_ms
+from .utterances import utterance, utterance_cache_dir, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
@@ -66,8 +66,7 @@ class VoiceBenchConfig:
     gap_s: float = 0.8  # quiet after each reply before the next utterance
     turn_timeout_s: float = 30.0
     load_timeout_s: float = 120.0
-    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                            / "toy-runtime" / "bench-voice")
+    cache_dir: Path = field(default_factory=utterance_cache_dir)
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
     malloc: str = "glibc"  # "jemalloc": the systemd unit's allocator (service/heap.JEMALLOC_ENV), preloaded
     alsa: str = "machine"  # "toy": with the ALSA drop-in the toy's install adds (testing/alsa.py), if missing here
