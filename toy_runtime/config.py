@@ -443,6 +443,16 @@ def _default_state_dir() -> Path:
     return Path(os.environ.get("STATE_DIRECTORY") or platformdirs.user_data_dir("toy-runtime"))
 
 
+def user_models_dir() -> Path:
+    """Models joined from their packages (Whisper base), in the user's cache: shared by every state dir."""
+    return Path(platformdirs.user_cache_dir("toy-runtime")) / "models"
+
+
+def user_zh_voice_dir() -> Path:
+    """Where scripts/make_mandarin_voice.sh puts the converted Mandarin voice by default (the user's data dir)."""
+    return Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"
+
+
 class Settings(BaseSettings):
     """The whole configuration tree."""
 
@@ -496,7 +506,7 @@ class Settings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         """Models joined from their packages (Whisper base, ~145 MB): the user's cache, shared like the voices."""
-        return Path(platformdirs.user_cache_dir("toy-runtime")) / "models"
+        return user_models_dir()
 
     @property
     def zh_voice_folder(self) -> Path:
@@ -504,8 +514,7 @@ class Settings(BaseSettings):
         directory's and the user's data directory's voices/zh-baker that exists (else the state directory's)."""
         if self.tts.zh_voice_dir is not None:
             return self.tts.zh_voice_dir
-        candidates = [self.state_dir / "voices" / "zh-baker",
-                      Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"]
+        candidates = [self.state_dir / "voices" / "zh-baker", user_zh_voice_dir()]
         return next((c for c in candidates if c.is_dir()), candidates[0])
 
     @property

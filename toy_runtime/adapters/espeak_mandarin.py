@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import io
-import re
 import shutil
 import subprocess
 import wave
 from typing import AsyncIterator
 
+from toy_runtime.agent.clauses import spoken_clauses
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["EspeakMandarinVoice", "LICENCE"]
 
 LICENCE = "espeak-ng: GPL-3.0-or-later (run as a separate program)"
-_CLAUSE = re.compile(r"(?<=[、，。！？；：,.!?;:])")
 
 
 class EspeakMandarinVoice:
@@ -62,7 +61,7 @@ class EspeakMandarinVoice:
 
     def clauses(self, text: str) -> list[str]:
         """`text` cut after each clause mark."""
-        return [c.strip() for c in _CLAUSE.split(text) if any(ch.isalnum() for ch in c)]
+        return spoken_clauses(text)
 
     def synthesize_blocking(self, text: str) -> list[SynthesizedAudio]:
         """All clauses of `text`, in the calling thread."""

@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import importlib.util
 import json
-import re
 import sys
 import threading
 import types
@@ -24,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from toy_runtime.agent.clauses import spoken_clauses
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["ZhttsVoice", "FRONTEND_SHA256", "LICENCE", "is_voice_folder"]
@@ -38,7 +38,6 @@ FRONTEND_SHA256 = {
 }
 _MAPPER_SHA256 = "19cb8d746c1d2c5b7269117cd6832064e44a1e0ebdd7e3fbc86c19e1de535a7e"
 _MODELS = ("fastspeech2_quan.onnx", "mb_melgan.onnx")
-_CLAUSE = re.compile(r"(?<=[、，。！？；：,.!?;:])")  # cut after a mark, keeping it with its clause
 _FRONTEND_LOCK = threading.Lock()
 _DONE = object()
 
@@ -118,7 +117,7 @@ class ZhttsVoice:
 
     def clauses(self, text: str) -> list[str]:
         """`text` cut after each clause mark (the unit voiced at a time: the first sound waits for one clause)."""
-        return [c.strip() for c in _CLAUSE.split(text) if c.strip() and _speakable(c)]
+        return spoken_clauses(text)
 
     def voice_clause(self, clause: str) -> bytes:
         """One clause as int16 PCM at `sample_rate_hz` (blocking)."""
@@ -161,8 +160,3 @@ class ZhttsVoice:
         """Release the worker thread if this voice created it."""
         if self._own_executor:
             self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _speakable(clause: str) -> bool:
-    """A clause with something to say (not only punctuation)."""
-    return any(ch.isalnum() for ch in clause)

