@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toy_runtime.agent.clauses import clause_pieces
+from toy_runtime.agent.clauses import clause_pieces, spoken_clauses
 
 LONG = "OK, I'll remind you to brush your teeth on Wednesday, December 2 at 8:00 AM, and I will not forget it."
 
@@ -35,3 +35,10 @@ def test_a_long_clause_without_marks_stays_whole_and_cjk_cuts_without_spaces():
     cjk = "我明天早上八点提醒你刷牙，不会忘记的，我保证一定会记得这件事情。"
     pieces = clause_pieces(cjk, 12)
     assert len(pieces) > 1 and "".join(pieces) == cjk
+
+
+def test_a_clause_by_clause_voice_never_cuts_a_time_or_a_number():
+    """The Mandarin voices speak clause by clause: "8:00" cut after its colon was read as "8", a pause, "00"."""
+    assert spoken_clauses("好的，12月5日 上午8:00 提醒你：刷牙。") == ["好的，", "12月5日 上午8:00 提醒你：", "刷牙。"]
+    assert spoken_clauses("Okay, bye. 3.5 is fine!") == ["Okay,", "bye.", "3.5 is fine!"]
+    assert spoken_clauses("。！") == []  # nothing to say

@@ -34,7 +34,8 @@ def clause_pieces(text: str, max_chars: int) -> list[str]:
     return pieces
 
 
-_AFTER_MARK = re.compile(r"(?<=[、，。！？；：,.!?;:])")  # after a mark, which stays with its clause
+# after a CJK mark always; after a Latin one only before a space or the end ("8:00", "3.5" and "1,000" stay whole)
+_AFTER_MARK = re.compile(r"(?<=[、，。！？；：])|(?<=[,.!?;:])(?=\s|$)")
 
 
 def spoken_clauses(text: str) -> list[str]:
