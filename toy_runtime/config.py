@@ -202,6 +202,33 @@ class VadConfig(Section):
     no_speech_timeout_ms: int = Field(8000, ge=500)
     end_by_level: bool = Field(True, description="the hangover starts at the last loud speech frame, not at the "
                                "VAD's last speech frame (~100 ms later: its overhang)")
+    turn_end: Literal["predicted", "fixed"] = Field(
+        "predicted", description="predicted = the transcript so far (asr.early_final_ms into each silence) sets "
+        "the wait: complete_ms after a finished sentence, unfinished_ms after one that trails off (\"and\", "
+        "\"um\", \"然后\"), hangover_ms when it cannot tell (audio/turn_end.py); fixed = always hangover_ms")
+    complete_ms: int = Field(120, ge=20, description="predicted: the silence that ends a finished sentence (it "
+                             "ends no sooner than its transcript is in; at 60 the pause corpus showed a cut between "
+                             "two words, \"What?\" of \"what do…\")")
+    unfinished_ms: int = Field(1200, ge=30, description="predicted: the silence a sentence that trails off may "
+                               "hold before the turn ends anyway")
+
+    @field_validator("complete_ms")
+    @classmethod
+    def _complete_within_hangover(cls, value: int, info: ValidationInfo) -> int:
+        hangover = info.data.get("hangover_ms")
+        if hangover is not None and value > hangover:
+            raise ValueError(f"{value} is longer than hangover_ms ({hangover}): a finished sentence would wait "
+                             "longer than one the toy cannot judge")
+        return value
+
+    @field_validator("unfinished_ms")
+    @classmethod
+    def _unfinished_beyond_hangover(cls, value: int, info: ValidationInfo) -> int:
+        hangover = info.data.get("hangover_ms")
+        if hangover is not None and value < hangover:
+            raise ValueError(f"{value} is shorter than hangover_ms ({hangover}): a sentence that trails off would "
+                             "be cut sooner than one the toy cannot judge")
+        return value
 
 
 class EarsConfig(Section):

@@ -45,4 +45,28 @@ def test_the_table_counts_cuts_per_language():
             CorpusResult("c … d", "zh", "paused", (600,), 300, False, 310.0),
             CorpusResult("go", "en", "complete", (), 300, False, 305.0)]
     table = markdown(rows)
-    assert "| 300 ms | 1/1 (100%) | 0/1 (0%) | 1/2 (50%) | 305 / 305 ms |" in table
+    assert "| fixed 300 ms | 1/1 (100%) | 0/1 (0%) | 1/2 (50%) | 305 / 305 ms |" in table
+
+
+def test_a_predicted_end_waits_on_an_unfinished_transcript_and_ends_a_finished_one_early():
+    """Each silence judged as the listener does: 40 ms into it, the transcript so far sets the wait."""
+    from toy_runtime.audio.turn_end import TurnEndPolicy
+
+    policy = TurnEndPolicy(complete_ms=120, hangover_ms=300, unfinished_ms=1200)
+    parts = [burst(500), burst(400)]
+    heard: list[int] = []
+
+    def hear(text_by_length):
+        def _hear(pcm: bytes) -> str:
+            heard.append(len(pcm))
+            return text_by_length(len(pcm))
+        return _hear
+
+    # the first part reads "I want": the 900 ms pause is waited out; the whole reads finished: ends 120 ms after
+    cut, delay = judge_utterance(parts, [900], 300, vad_factory=LoudIsSpeech, turn_end=policy,
+                                 hear=hear(lambda n: "I want" if n < 16000 * 2 * 1.5 else "I want a story."))
+    assert not cut and 100 <= delay <= 160 and len(heard) == 2
+    # the first part reads finished: the turn ends in the pause (a cut), as a fixed 300 ms hangover would too
+    cut, _ = judge_utterance(parts, [900], 300, vad_factory=LoudIsSpeech, turn_end=policy,
+                             hear=lambda pcm: "Tell me a story.")
+    assert cut

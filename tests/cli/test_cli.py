@@ -70,6 +70,9 @@ def test_events_resolve_unknown_event_exits_2():
 
 @pytest.mark.parametrize("content,needle", [
     ("[vad]\nhangover_ms = 5\n", "vad.hangover_ms"),
+    ("[vad]\nhangover_ms = 300\ncomplete_ms = 500\n", "vad.complete_ms: 500 is longer than hangover_ms"),
+    ("[vad]\nunfinished_ms = 100\n", "vad.unfinished_ms: 100 is shorter than hangover_ms"),
+    ("[vad]\nturn_end = 'smart'\n", "vad.turn_end"),
     ("[llm]\napi_key = 'sk-123456789'\n", "llm.api_key"),
     ("[audio\n", "invalid TOML"),
     ("[session]\ntimezone = 'Mars/Olympus'\n", "session.timezone"),

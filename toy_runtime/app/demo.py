@@ -79,7 +79,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     lines go to `progress` (stderr), so `demo --json | jq` reads clean JSON.
     """
     from ..adapters.wav_io import WavFileSink, write_wav
-    from .engines import build_recognizer, build_synthesizer, build_vad, endpointer_config
+    from .engines import build_recognizer, build_synthesizer, build_vad, endpointer_config, turn_end_policy
     from .runtime import build_console, build_runtime
     from ..audio.listener import Listener
     from ..fakes.audio import GatedMicrophone
@@ -109,7 +109,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
     console = build_console(settings, "demo")  # None unless --web / [web] listen
     listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings),
-                        early_final_ms=settings.asr.early_final_ms)
+                        early_final_ms=settings.asr.early_final_ms, turn_end=turn_end_policy(settings))
     runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
     if console is not None:
         console.attach(runtime)

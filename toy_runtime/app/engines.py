@@ -24,6 +24,16 @@ def endpointer_config(settings: Settings):
                             no_speech_timeout_ms=v.no_speech_timeout_ms, level_end=v.end_by_level)
 
 
+def turn_end_policy(settings: Settings):
+    """End-of-turn prediction from `[vad]` (None: the fixed hangover)."""
+    from ..audio.turn_end import TurnEndPolicy
+
+    v = settings.vad
+    if v.turn_end == "fixed":
+        return None
+    return TurnEndPolicy(complete_ms=v.complete_ms, hangover_ms=v.hangover_ms, unfinished_ms=v.unfinished_ms)
+
+
 def build_recognizer(settings: Settings):
     """The configured ASR engine (blocking: call from a worker thread)."""
     if settings.asr.engine == "vosk":

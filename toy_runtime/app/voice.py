@@ -68,7 +68,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     marks.mark("settings")
     from .ears import build_ears, load_canceller
     from .engines import (build_microphone, build_recognizer, build_speaker, build_synthesizer, build_vad,
-                          check_voice_files, endpointer_config)
+                          check_voice_files, endpointer_config, turn_end_policy)
     from .runtime import build_console, build_runtime
     from ..audio.listener import Listener
     from ..audio.loading_voice import LoadingSynthesizer
@@ -160,7 +160,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         raise StartError(f"[ears]: {exc}") from None
     marks.mark("ears")
     listener = Listener(ears.source, build_vad(settings), recognizer, endpointer_config(settings),
-                        early_final_ms=settings.asr.early_final_ms)
+                        early_final_ms=settings.asr.early_final_ms, turn_end=turn_end_policy(settings))
     voice = voice_loop(runtime, listener, synthesizer,
                        new_sink=lambda: ReopeningSink(lambda: build_speaker(settings, reference=ears.reference),
                                                       on_event=report_device),

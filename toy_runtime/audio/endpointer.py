@@ -18,6 +18,8 @@ Rules
   first one, then down at once, up by `floor_rise_db_per_s`). The level may move the end at most `level_credit_ms`
   (and ¾ of the hangover) before the VAD's own end; an utterance without a single loud frame (a speaker the level
   rule cannot tell from the noise) ends by the VAD alone, as does everything without levels.
+- `hold(ms)`: the wait for the open utterance's current silence, instead of `hangover_ms` (end-of-turn prediction:
+  audio/turn_end.py; shorter on a finished sentence, longer on one that trails off). Speech resuming restores it.
 - `no_speech_timeout_ms` (optional): after a reset and after each end, if that much audio passes without speech
   opening, `NoSpeechTimeout` is emitted once (then the timer is disarmed until the next reset or end).
 """
@@ -160,6 +162,8 @@ class Endpointer(Generic[F]):
         self._last_loud_end: float | None = None  # end of the last speech frame above the level threshold
         self._peak_db: float | None = None  # loudest frame of the open utterance
         self._floor_db: float | None = self.config.initial_floor_db
+        self._hold_ms: float | None = None  # hold(): this silence's wait, while the speech end stays at _hold_from
+        self._hold_from = 0.0
         self._arm_timeout()
 
     @property
@@ -182,6 +186,22 @@ class Endpointer(Generic[F]):
         """While an utterance is open: where its speech ends so far (the position the hangover counts from).
         It only moves forward, and it moves when speech resumes. None while idle."""
         return self._speech_end() if self._open else None
+
+    def hold(self, hangover_ms: float) -> None:
+        """End the open utterance after `hangover_ms` of silence from its current speech end (instead of the
+        configured hangover); speech resuming restores the configured one. No effect while idle. The next frame
+        ends it if that much silence has passed already."""
+        if hangover_ms <= 0:
+            raise ValueError("hangover_ms must be > 0")
+        if self._open:
+            self._hold_ms, self._hold_from = hangover_ms, self._speech_end()
+
+    @property
+    def hangover_now_ms(self) -> float:
+        """The wait that applies to the current silence: the held one, or the configured hangover."""
+        if self._hold_ms is not None and self._open and self._speech_end() == self._hold_from:
+            return self._hold_ms
+        return self.config.hangover_ms
 
     def process(self, frame: F, is_speech: bool, frame_ms: float, level_db: float | None = None
                 ) -> list[EndpointEvent]:
@@ -283,7 +303,7 @@ class Endpointer(Generic[F]):
         if now - self._speech_start >= cfg.max_utterance_ms:
             events.append(SpeechEnded("max_length", self._speech_start, end, now))
             self._close()
-        elif now - end >= cfg.hangover_ms:
+        elif now - end >= self.hangover_now_ms:
             # too short by the VAD's span, as before the end by level: the level end must not turn a short "no"
             # (whose VAD span includes the overhang) into a discarded click
             if self._last_speech_end - self._speech_start < cfg.min_utterance_ms:
@@ -295,6 +315,7 @@ class Endpointer(Generic[F]):
 
     def _close(self) -> None:
         self._open = False
+        self._hold_ms = None
         self._last_loud_end = None
         self._peak_db = None
         self._idle = _Idle()

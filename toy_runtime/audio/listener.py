@@ -6,7 +6,9 @@ and it is decoded *while the user speaks* (one dedicated worker thread, calls qu
 speech only the recognizer's final step remains — and with `early_final_ms` even that runs during the hangover:
 once the utterance has been silent that long, the recognizer is finished early (it needs no more of the tail), and
 when the endpoint then comes the transcript is already there. If speech resumes before the endpoint, the early
-result is dropped and the recognizer hears the whole utterance again from the listener's copy of it. `pause()`
+result is dropped and the recognizer hears the whole utterance again from the listener's copy of it. With a
+`turn_end` policy the early transcript also sets how long this silence may last (audio/turn_end.py): a finished
+sentence ends the turn as soon as its transcript is in, one that trails off ("I want… um…") waits longer. `pause()`
 makes the listener deaf (half-duplex: the toy does not hear itself); frames are still drained from the source so
 its queue never overflows.
 
@@ -33,6 +35,7 @@ from toy_runtime.audio.endpointer import (
     TooShort,
 )
 from toy_runtime.audio.level import level_db
+from toy_runtime.audio.turn_end import TurnEndPolicy, classify
 from toy_runtime.ports.audio import AudioFrame, AudioSource, RelaxableSource, VoiceActivityDetector
 from toy_runtime.ports.speech import SpeechEngineError, SpeechRecognizer
 
@@ -80,6 +83,9 @@ class Utterance:
     audio_ms: float  # audio given to the recognizer (pre-roll + speech + tail)
     reason: Literal["hangover", "max_length"]
     capture_lag_s: float = 0.0  # closing frame captured → processed (only known when source times are the clock's)
+    # what ended the turn's last silence: the predicted class of its transcript (audio/turn_end.py: complete,
+    # unfinished, unsure) or "fixed" (no prediction: none configured, or the transcript came after the hangover)
+    turn_end: str = "fixed"
 
     @property
     def end_of_speech_clock(self) -> float:
@@ -133,6 +139,7 @@ class Listener:
         partials: bool = True,
         live_source: bool | None = None,
         early_final_ms: float | None = None,
+        turn_end: TurnEndPolicy | None = None,
     ) -> None:
         self._source = source
         self._vad = vad
@@ -168,6 +175,9 @@ class Listener:
         self._early_speech_end = 0.0  # the endpointer's speech end when it was submitted
         self.early_finals = 0  # finals taken from the hangover (for tests and metrics)
         self.early_final_replays = 0  # early finals dropped because speech resumed
+        # End-of-turn prediction: the early final's text sets this silence's wait (needs the early final)
+        self._turn_end = turn_end if self._early_final_ms is not None else None
+        self._turn_class: str | None = None  # the class of the early final's text, once it is in
 
     @property
     def endpointer(self) -> Endpointer[AudioFrame]:
@@ -222,6 +232,7 @@ class Listener:
                         self._endpointer.reset()
                         yield UtteranceDiscarded("paused", speech_ms)
                     continue
+                self._predict_turn_end()
                 is_speech = self._vad.is_speech(frame)
                 level = level_db(frame.pcm) if self._levels else None
                 for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
@@ -264,6 +275,7 @@ class Listener:
             decided_at = self._clock()
             lag = decided_at - frame.end_s if self._live else 0.0
             lag = lag if 0.0 <= lag < 1.0 else 0.0  # a stalled or foreign clock: no correction
+            turn_class = self._turn_class
             text = await self._finish()
             yield Utterance(
                 text=text,
@@ -275,6 +287,7 @@ class Listener:
                 audio_ms=self._audio_ms,
                 reason=event.reason,
                 capture_lag_s=lag,
+                turn_end=turn_class if event.reason == "hangover" and turn_class else "fixed",
             )
         elif isinstance(event, TooShort):
             self._abandon()
@@ -306,6 +319,21 @@ class Listener:
             self._early = self._executor.submit(self._asr.finish)
             self._early_speech_end = speech_end
 
+    def _predict_turn_end(self) -> None:
+        """Once the early final is in, its text sets how long this silence may last (before the next frame is
+        endpointed, so a finished sentence ends on it). Speech resuming drops the early final, and the wait with
+        it (the endpointer restores its own when the speech end moves)."""
+        early = self._early
+        if self._turn_end is None or early is None or self._turn_class is not None or not early.done():
+            return
+        if early.exception() is not None:
+            self._turn_class = "fixed"  # the error surfaces from _finish(); the fixed hangover ends the turn
+            return
+        result = early.result()
+        text = result if isinstance(result, str) else ""
+        self._turn_class = classify(text)
+        self._endpointer.hold(self._turn_end.wait_ms(text))
+
     def _abandon(self) -> None:
         """Drop the open utterance: the recognizer is reset, an early final and the replay copy forgotten."""
         self._drop_early()
@@ -315,6 +343,7 @@ class Listener:
     def _drop_early(self) -> None:
         """Forget an early final (its result, if any, is not wanted)."""
         early, self._early = self._early, None
+        self._turn_class = None
         if early is not None:
             early.add_done_callback(lambda fut: fut.exception())  # retrieved: no "never retrieved" warning
 
@@ -354,6 +383,7 @@ class Listener:
 
     async def _finish(self) -> str:
         self._utterance_pcm = []
+        self._turn_class = None
         early, self._early = self._early, None
         if early is not None:
             self.early_finals += 1

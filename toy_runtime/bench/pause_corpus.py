@@ -73,14 +73,20 @@ class CorpusResult:
     hangover_ms: int
     cut: bool
     end_delay_ms: float | None  # None: cut (the end came inside a pause)
+    mode: str = "fixed"  # "fixed" hangover, or "predicted" (end-of-turn prediction, audio/turn_end.py)
 
 
 def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hangover_ms: int, *,
                     vad_factory: Callable[[], Any], seed: int = 0, frame_ms: int = 20, lead_ms: int = 300,
-                    end_by_level: bool = True, room_dbfs: float | None = -65.0) -> tuple[bool, float | None]:
+                    end_by_level: bool = True, room_dbfs: float | None = -65.0, turn_end: Any = None,
+                    hear: Callable[[bytes], str] | None = None, early_final_ms: int = 40
+                    ) -> tuple[bool, float | None]:
     """(cut, end delay ms) for `parts` (16 kHz int16, onset to audible end) joined by `pauses_ms` of a quiet room
     at `room_dbfs` (None: digital silence), through the runtime's endpointer at `hangover_ms` over a VAD from
-    `vad_factory` (first warmed on the whole utterance, as a long-running runtime's VAD is)."""
+    `vad_factory` (first warmed on the whole utterance, as a long-running runtime's VAD is).
+
+    With a `turn_end` policy (audio/turn_end.py) and `hear` (a recognizer: PCM → transcript), each silence is
+    judged as the listener does: `early_final_ms` into it, the transcript of everything so far sets its wait."""
 
     def _room(n: int, seed: int) -> np.ndarray:
         if room_dbfs is None:
@@ -109,8 +115,14 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
         vad.is_speech(AudioFrame(pcm, rate, 0.0))
     endpointer: Endpointer = Endpointer(EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
                                                          min_utterance_ms=0, preroll_ms=0))
+    judged_end: float | None = None  # the speech end whose silence was judged
     for i, pcm in enumerate(frames):
         frame = AudioFrame(pcm, rate, i * frame_ms / 1000)
+        speech_end = endpointer.speech_end_ms
+        if (turn_end is not None and hear is not None and speech_end is not None and speech_end != judged_end
+                and endpointer.position_ms - speech_end >= early_final_ms):
+            judged_end = speech_end
+            endpointer.hold(turn_end.wait_ms(hear(b"".join(frames[:i]))))
         for event in endpointer.process(frame, vad.is_speech(frame), frame_ms, level_db(pcm)):
             if isinstance(event, SpeechEnded):
                 if event.at_ms <= last_start * 1000 / rate:
@@ -119,9 +131,10 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
     return False, None
 
 
-def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2
-               ) -> list[CorpusResult]:
-    """Every utterance of the corpus at every hangover."""
+def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2,
+               turn_end: Any = None, hear: Callable[[bytes], str] | None = None) -> list[CorpusResult]:
+    """Every utterance of the corpus at every hangover, and with `turn_end` and `hear` also predicted (at its
+    `hangover_ms`)."""
     from ..adapters.webrtc_vad import WebRtcVad
     from ..language import has_cjk
     from .pauses import audible_phrase as _part
@@ -137,32 +150,44 @@ def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggr
         for hangover in hangovers:
             cut, delay = judge_utterance(parts, pauses, hangover, vad_factory=vad, seed=index)
             results.append(CorpusResult(" … ".join(parts_text), language, "paused", pauses, hangover, cut, delay))
+        if turn_end is not None:
+            cut, delay = judge_utterance(parts, pauses, int(turn_end.hangover_ms), vad_factory=vad, seed=index,
+                                         turn_end=turn_end, hear=hear)
+            results.append(CorpusResult(" … ".join(parts_text), language, "paused", pauses,
+                                        int(turn_end.hangover_ms), cut, delay, "predicted"))
     for index, text in enumerate(COMPLETE):
         part = _part(text, cache_dir)
         language = "zh" if has_cjk(text) else "en"
         for hangover in hangovers:
             cut, delay = judge_utterance([part], (), hangover, vad_factory=vad, seed=1000 + index)
             results.append(CorpusResult(text, language, "complete", (), hangover, cut, delay))
+        if turn_end is not None:
+            cut, delay = judge_utterance([part], (), int(turn_end.hangover_ms), vad_factory=vad, seed=1000 + index,
+                                         turn_end=turn_end, hear=hear)
+            results.append(CorpusResult(text, language, "complete", (), int(turn_end.hangover_ms), cut, delay,
+                                        "predicted"))
     return results
 
 
 def markdown(results: Sequence[CorpusResult]) -> str:
-    """Per hangover: false cut-offs on the paused utterances (by language), the endpoint's delay on complete ones."""
-    hangovers = sorted({r.hangover_ms for r in results})
-    out = ["| hangover | false cut-offs, English | false cut-offs, Mandarin | all | complete commands: end of "
+    """Per hangover (and predicted): false cut-offs on the paused utterances (by language), the endpoint's delay on
+    complete ones."""
+    conditions = sorted({(r.mode, r.hangover_ms) for r in results}, key=lambda c: (c[0] == "predicted", c[1]))
+    out = ["| end of turn | false cut-offs, English | false cut-offs, Mandarin | all | complete commands: end of "
            "speech → endpoint p50 / p90 |", "|---|---|---|---|---|"]
-    for h in hangovers:
+    for mode, h in conditions:
         cells = []
         for language in ("en", "zh", None):
-            rows = [r for r in results if r.hangover_ms == h and r.kind == "paused"
+            rows = [r for r in results if r.hangover_ms == h and r.mode == mode and r.kind == "paused"
                     and (language is None or r.language == language)]
             cuts = sum(r.cut for r in rows)
             cells.append(f"{cuts}/{len(rows)} ({cuts / len(rows):.0%})" if rows else "—")
-        delays = sorted(r.end_delay_ms for r in results
-                        if r.hangover_ms == h and r.kind == "complete" and r.end_delay_ms is not None)
+        delays = sorted(r.end_delay_ms for r in results if r.hangover_ms == h and r.mode == mode
+                        and r.kind == "complete" and r.end_delay_ms is not None)
         timing = (f"{statistics.median(delays):.0f} / {delays[int(0.9 * (len(delays) - 1))]:.0f} ms"
                   if delays else "—")
-        out.append(f"| {h} ms | " + " | ".join(cells) + f" | {timing} |")
+        label = f"fixed {h} ms" if mode == "fixed" else f"predicted (hangover {h} ms)"
+        out.append(f"| {label} | " + " | ".join(cells) + f" | {timing} |")
     return "\n".join(out)
 
 
@@ -170,8 +195,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache-dir", type=Path, default=utterance_cache_dir())
+    p.add_argument("--predicted", action="store_true",
+                   help="also end turns by prediction ([vad] defaults), judging each silence by Whisper's transcript")
     args = p.parse_args(argv)
-    print(markdown(run_corpus(args.cache_dir)))
+    turn_end = hear = None
+    if args.predicted:
+        from ..app.engines import build_recognizer, turn_end_policy
+        from ..config import load_settings
+
+        settings = load_settings(None, env={"TOY_VAD__TURN_END": "predicted", "TOY_ASR__ENGINE": "whisper"})
+        turn_end, recognizer = turn_end_policy(settings), build_recognizer(settings)
+
+        def hear(pcm: bytes) -> str:
+            recognizer.start_utterance()
+            for i in range(0, len(pcm), 640):
+                recognizer.accept(pcm[i : i + 640])
+            return recognizer.finish()
+
+    print(markdown(run_corpus(args.cache_dir, turn_end=turn_end, hear=hear)))
     return 0
 
 
