@@ -11,6 +11,7 @@ import time
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.audio.listener import SpeechStart, Utterance
+from toy_runtime.audio.own_voice import OwnVoiceCheck
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.events import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
@@ -187,7 +188,7 @@ async def test_speech_that_sounds_like_the_toy_itself_does_not_interrupt_it(tmp_
     answer plays on, and the utterance that speech becomes is not taken for the child's."""
     with ScriptedLLMServer([Reply(text="Once upon a time there was a fox. " * 3, chunk_size=8, chunk_delay_s=0.02)]
                            ) as llm:
-        rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=lambda: 0.9)
+        rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=OwnVoiceCheck(lambda window_s: 0.9))
         runner = asyncio.create_task(rig.loop.run(once=True))
         await rig.mic.put(utterance("tell me a story"))
         await until(lambda: rig.loop.state is SessionState.SPEAKING)

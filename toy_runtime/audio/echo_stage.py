@@ -136,9 +136,9 @@ class EchoCancelledSource(WrappedSource):
 
         The canceller re-learns the echo after the path jumps (a device underrun, a dropped capture block): for a
         second or so its output then carries the toy's voice loudly enough for the VAD. A classic double-talk
-        detector tells the two apart, imperfectly at a speech start (60 ms of speech in a 160 ms window): on the
-        rig, starts caused by such leaks scored 0.21–0.74, the child speaking over the toy 0.07–0.40 (one of eight
-        above 0.3, the voice loop's line). Called once per speech start while the toy sounds (two small FFTs)."""
+        detector tells the two apart, imperfectly at a speech start (60 ms of speech in a 160 ms window), better
+        over a longer one: audio/own_voice.py decides with both. Called once or twice per speech start while the
+        toy sounds (two small FFTs)."""
         pieces = int(window_s * 1000 / FRAME_MS)
         heard = np.frombuffer(b"".join(list(self._history_out)[-pieces:]), np.int16).astype(np.float64)
         played = np.frombuffer(b"".join(self._history_render), np.int16).astype(np.float64)
@@ -153,8 +153,11 @@ class EchoCancelledSource(WrappedSource):
         corr = np.fft.irfft(np.fft.rfft(segment, size) * np.conj(np.fft.rfft(heard, size)), size)[: reach + 1]
         # the energy of each render slice the heard window is compared with
         energy = np.convolve(segment**2, np.ones(n), mode="valid")[: reach + 1]
-        scores = np.abs(corr) / (np.sqrt(energy * np.dot(heard, heard)) + 1e-9)
-        return float(np.max(scores)) if scores.size else 0.0
+        # A silent render slice says nothing: its correlation is the FFT's rounding noise (~1e-6), and divided by
+        # a zero energy it scored 560 on the rig, so a child who spoke as the toy paused was taken for the toy.
+        audible = energy > n * _AUDIBLE_RENDER**2 / 100  # the slice's mean level above -75 dBFS
+        scores = np.where(audible, np.abs(corr) / (np.sqrt(energy * np.dot(heard, heard)) + 1e-9), 0.0)
+        return float(min(np.max(scores), 1.0)) if scores.size else 0.0
 
     def describe(self) -> str:
         """The canceller's line plus whether the reference is arriving."""

@@ -29,7 +29,6 @@ import numpy as np
 __all__ = ["ANSWERS", "CHILD_LINES", "EarsPlan", "EarsResult", "analyse", "capture_on_rig", "plan"]
 
 FRAME = 320  # 20 ms at 16 kHz
-OWN_VOICE_ABOVE = 0.3  # session/voice.py's default: a speech start scoring above it is the toy's own voice
 
 # The toy's answers: what it says in a conversation (its own voice, deterministic).
 ANSWERS = (
@@ -159,6 +158,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     from ..audio.echo_probe import RecordingCanceller
     from ..audio.echo_reference import EchoReference
     from ..audio.echo_stage import EchoCancelledSource
+    from ..audio.own_voice import OwnVoiceCheck
 
     answers, over, after = plan(p)
     voiced = [b"".join(piece.pcm for piece in synthesizer.synthesize_blocking(text)) for text in answers]
@@ -196,6 +196,19 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         await sink.flush()  # what the voice loop does (session/voice.py): the answer stops within one block
         stops.append((spoke_at, time.monotonic()))
 
+    own_voice = OwnVoiceCheck(stage.echo_likeness)
+    judging: list[asyncio.Task] = []  # one speech start judged at a time, as the voice loop does
+
+    async def judge(spoke_at: float) -> None:
+        # the voice loop's own check (session/voice.py): does it sound like the toy itself?
+        try:
+            verdict = await own_voice.judge()
+            checks.append((spoke_at - (t0[0] if t0 else 0.0), verdict.score, verdict.own_voice))
+            if p.barge_in and not verdict.own_voice and not flushing:
+                flushing.append(asyncio.create_task(barge_in(spoke_at), name="bench-ears:barge-in"))
+        finally:
+            judging.clear()
+
     async def listen() -> None:
         nonlocal cpu
         async for frame in mic:
@@ -205,13 +218,8 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
             out = stage.clean(frame)
             cpu += time.process_time() - started
             for event in endpointer.process(frame.timestamp_s, vad.is_speech(out), 20.0, level_db(out.pcm)):
-                if isinstance(event, SpeechStarted) and playing[0]:
-                    # the voice loop's own check (session/voice.py): does it sound like the toy itself?
-                    likeness = stage.echo_likeness()
-                    ignored = likeness > OWN_VOICE_ABOVE
-                    checks.append((event.speech[0] - (t0[0] if t0 else 0.0), likeness, ignored))
-                    if p.barge_in and not ignored and not flushing:
-                        flushing.append(asyncio.create_task(barge_in(event.speech[0]), name="bench-ears:barge-in"))
+                if isinstance(event, SpeechStarted) and playing[0] and not judging:
+                    judging.append(asyncio.create_task(judge(event.speech[0]), name="bench-ears:own-voice"))
             raw.append(frame.pcm)
             clean.append(out.pcm)
             refs.append(b"".join(recorder.renders))
@@ -239,7 +247,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
                 card.play_to_mic(over[i].pcm, 16000, wait=False, pad_ms=0)
             await sink.drain()
             playing[0] = False
-            await asyncio.gather(*flushing)
+            await asyncio.gather(*judging, *flushing)
             if over[i] is not None:  # a stopped answer: the child's words still go on
                 left = over[i].played_at + len(over[i].pcm) / 32000 + 0.5 - time.monotonic()
                 await asyncio.sleep(max(0.0, left))

@@ -25,6 +25,11 @@ def add_ears_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentP
                    help="room noise conditions (default none)")
     p.add_argument("--no-barge-in", action="store_true",
                    help="keep playing over the child (measures the child's words under the toy's whole answer)")
+    p.add_argument("--recognizer", choices=["whisper", "pocketsphinx"], default="whisper",
+                   help="what judges the child's words (default whisper, the runtime's default)")
+    p.add_argument("--keep-audio", action="store_true",
+                   help="also write each condition's capture (raw, cleaned, reference, speech starts) as .npz, "
+                        "to re-score an own-voice check offline")
     p.add_argument("--out", default="bench-out/ears", help="directory for ears.json and ears.md")
     p.set_defaults(func=cmd_bench_ears)
     return p
@@ -36,7 +41,8 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
     import shutil
 
     from ..adapters.piper_tts import PiperSynthesizer
-    from ..adapters.pocketsphinx_asr import PocketsphinxRecognizer
+    from ..app.engines import build_recognizer
+    from ..config import load_settings
     from ..testing.pulse import VirtualSoundCard, pulseaudio_available
     from .ears import EarsPlan, analyse, capture_on_rig, noise_pcm
 
@@ -47,7 +53,7 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     voice = PiperSynthesizer(deterministic=True)
-    recognizer = PocketsphinxRecognizer()
+    recognizer = build_recognizer(load_settings(None, env={"TOY_ASR__ENGINE": args.recognizer}))
     rows = []
     for delay in args.delay_ms:
         for noise in args.noise:
@@ -60,6 +66,8 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
                 with card.applied_env():
                     result = asyncio.run(capture_on_rig(card, plan, voice))
             figures = analyse(result, recognizer=recognizer)
+            if args.keep_audio:
+                keep_capture(out / f"capture-{delay}ms-{noise}.npz", result)
             rows.append({"delay_ms": delay, "noise": noise, "gain_db": args.gain_db, **figures})
             print(f"delay {delay} ms, noise {noise}: ERLE {figures['erle_db']} dB, "
                   f"{figures['false_barge_ins']} false barge-ins in {figures['answers']} answers", file=sys.stderr)
@@ -68,6 +76,19 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
     (out / "ears.md").write_text(table)
     print(table)
     return 0
+
+
+def keep_capture(path: Path, result) -> None:
+    """One condition's capture as arrays: what the mic heard, what the listener got, the render, the child clips'
+    starts (capture seconds, over an answer or not) and the own-voice checks made live."""
+    import numpy as np
+
+    np.savez_compressed(
+        path, raw=result.raw, clean=result.clean, ref=result.ref, cancelled=result.cancelled,
+        clip_start_s=np.array([c.start_s if c.start_s is not None else np.nan for c in result.clips]),
+        clip_over=np.array([c.over_answer for c in result.clips]),
+        clip_samples=np.array([len(c.pcm) // 2 for c in result.clips]),
+        checks=np.array(result.own_voice_checks, dtype=float).reshape(-1, 3))
 
 
 def markdown(rows: list[dict]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance, UtteranceDiscarded
+from ..audio.own_voice import OwnVoiceCheck
 from ..events import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
 from ..metrics.voice_turn import VoiceTurnRecord
@@ -75,8 +76,7 @@ class VoiceLoop:
         on_turn: Callable[[VoiceTurnRecord], None] | None = None,
         on_item: Callable[[Utterance | Speech | EventOutcome | TurnEnd], None] | None = None,
         keep_output_open: bool = False,
-        own_voice: Callable[[], float] | None = None,
-        own_voice_above: float = 0.3,
+        own_voice: OwnVoiceCheck | None = None,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -87,10 +87,9 @@ class VoiceLoop:
         # …unless the echo canceller needs one unbroken render stream: then the first session's stays open (a
         # restarted stream moves the echo by its new buffering, and the canceller would have to learn it again)
         self.keep_output_open = keep_output_open
-        # How much the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
-        # audio/echo_stage.py); above `own_voice_above` a speech start during an answer is not a barge-in
+        # Whether the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
+        # audio/own_voice.py): if so, a speech start during an answer is not a barge-in
         self.own_voice = own_voice
-        self.own_voice_above = own_voice_above
         self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
@@ -333,10 +332,11 @@ class VoiceLoop:
                 break
             message = getter.result()
             if isinstance(message, SpeechStart) and self.state is SessionState.SPEAKING:
-                likeness = self.own_voice() if self.own_voice is not None else 0.0
-                if likeness > self.own_voice_above:
+                verdict = await self.own_voice.judge() if self.own_voice is not None else None
+                if verdict is not None and verdict.own_voice:
                     ignoring = True
-                    self.audit.record(AuditKind.VOICE_BARGE_IN_IGNORED, turn=self._turns, own_voice=round(likeness, 2))
+                    self.audit.record(AuditKind.VOICE_BARGE_IN_IGNORED, turn=self._turns,
+                                      own_voice=round(verdict.score, 2), window_ms=round(verdict.window_s * 1000))
                     continue
                 return message  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, (Utterance, UtteranceDiscarded)) and ignoring:

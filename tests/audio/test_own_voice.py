@@ -1,0 +1,75 @@
+"""The own-voice check: the toy's voice leaking past the canceller scores high, the child low, silence nothing;
+and the two-step decision interrupts at once on a clear child and confirms the rest over a longer window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from toy_runtime.audio.echo_reference import EchoReference
+from toy_runtime.audio.echo_stage import EchoCancelledSource
+from toy_runtime.audio.own_voice import OwnVoiceCheck
+from toy_runtime.fakes.audio import ListSource
+from toy_runtime.fakes.echo import SubtractingCanceller
+from toy_runtime.ports.audio import AudioFrame
+
+RATE = 16000
+FRAMES = 60  # 20 ms each
+
+
+def _stage(*, leak: float, child_from: int | None = None, toy_until: int = FRAMES) -> EchoCancelledSource:
+    """The toy plays speech-like noise (silent from frame `toy_until`), which comes back into the mic at once;
+    the canceller leaves `leak` of it; a child speaks from frame `child_from`. Every frame goes through."""
+    rng = np.random.default_rng(5)
+    played = (rng.normal(0, 3000, FRAMES * 320) * np.repeat(rng.uniform(0.2, 1.0, FRAMES * 4), 80)).astype(np.int16)
+    played[toy_until * 320 :] = 0
+    mic = played.astype(np.int32).copy()
+    if child_from is not None:
+        mic[child_from * 320 :] += rng.normal(0, 2500, (FRAMES - child_from) * 320).astype(np.int32)
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(FRAMES * 2):
+        ref.played(played[k * 160 : (k + 1) * 160].tobytes(), RATE, 10.0 + 0.01 * k)
+    stage = EchoCancelledSource(ListSource(b""), SubtractingCanceller(RATE, gain=1.0 - leak), ref)
+    pcm = np.clip(mic, -32768, 32767).astype(np.int16).tobytes()
+    for i in range(FRAMES):
+        stage.clean(AudioFrame(pcm[i * 640 : (i + 1) * 640], RATE, 10.0 + 0.02 * i))
+    return stage
+
+
+def test_a_leak_of_the_toys_voice_looks_like_it_over_any_window():
+    stage = _stage(leak=0.1)  # -20 dB left: loud enough for the VAD, not for the residual gate
+    assert stage.echo_likeness(0.16) > 0.9 and stage.echo_likeness(0.32) > 0.9
+
+
+def test_the_child_over_a_perfectly_cancelled_toy_does_not():
+    stage = _stage(leak=0.0, child_from=30)
+    assert stage.echo_likeness(0.16) < 0.15 and stage.echo_likeness(0.32) < 0.15
+
+
+def test_a_child_speaking_as_the_toy_falls_silent_scores_low_not_off_the_scale():
+    # the render is silent over most lags: its correlation is rounding noise and must not count (it scored 560)
+    stage = _stage(leak=0.0, child_from=50, toy_until=48)
+    assert 0.0 <= stage.echo_likeness(0.16) < 0.15
+
+
+class Scores:
+    """A likeness that answers by window length, and counts the calls."""
+
+    def __init__(self, by_window: dict[float, float]) -> None:
+        self.by_window, self.calls = by_window, []
+
+    def __call__(self, window_s: float) -> float:
+        self.calls.append(window_s)
+        return self.by_window[window_s]
+
+
+async def test_a_clear_child_interrupts_at_once():
+    scores = Scores({0.16: 0.05, 0.32: 0.9})
+    verdict = await OwnVoiceCheck(scores, confirm_after_s=10.0).judge()  # no wait: it would hang the test
+    assert not verdict.own_voice and scores.calls == [0.16]
+
+
+async def test_an_ambiguous_start_is_judged_over_the_longer_window():
+    own = await OwnVoiceCheck(Scores({0.16: 0.4, 0.32: 0.6}), confirm_after_s=0.01).judge()
+    child = await OwnVoiceCheck(Scores({0.16: 0.4, 0.32: 0.2}), confirm_after_s=0.01).judge()
+    assert (own.own_voice, own.window_s) == (True, 0.32)
+    assert (child.own_voice, child.score) == (False, 0.2)

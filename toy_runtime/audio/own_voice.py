@@ -1,0 +1,61 @@
+"""Is the speech that just started during an answer the child, or the toy's own voice leaking past the canceller?
+
+The echo canceller re-learns the echo whenever the path jumps (a device underrun, a dropped capture block, a busy
+machine): for a second or so its output then carries the toy's voice loudly enough for the VAD, and a speech start
+would interrupt the answer with the toy's own words. `echo_likeness(window_s)` (audio/echo_stage.py) says how much
+the last `window_s` of what the listener heard looks like what the toy played: ~0 for the child, high for a leak.
+
+One short window decides badly: at a speech start only ~60 ms of the 160 ms are speech. Replayed on a busy echo-rig
+capture (docs/benchmarks.md, "Ears"), the child speaking over the toy scored up to 0.77 over 160 ms but at most 0.27
+over 320 ms, and linear leaks of the render scored ≥ 0.45 (p10) at either length. So the check has two steps:
+a start that clearly is not the toy (below `clear_below` over 160 ms: most children) interrupts at once; any other
+waits `confirm_after_s` and is judged over `confirm_window_s` against `own_above`. The wait only delays the
+ambiguous starts (the barge-in stop target is 300 ms from the child's first word; detection takes ~140 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["OwnVoiceCheck", "OwnVoiceVerdict"]
+
+
+@dataclass(frozen=True)
+class OwnVoiceVerdict:
+    """The check's answer: the toy's own voice or not, the score it was decided on, and over what window."""
+
+    own_voice: bool
+    score: float
+    window_s: float
+
+
+@dataclass(frozen=True)
+class OwnVoiceCheck:
+    """Two-step own-voice check over `likeness(window_s) -> 0..1`."""
+
+    likeness: Callable[[float], float]
+    first_window_s: float = 0.16
+    clear_below: float = 0.15
+    confirm_after_s: float = 0.16
+    confirm_window_s: float = 0.32
+    own_above: float = 0.35
+
+    def first(self) -> OwnVoiceVerdict | None:
+        """The immediate verdict: not the toy when the first window clearly says so, else None (confirm)."""
+        score = self.likeness(self.first_window_s)
+        return OwnVoiceVerdict(False, score, self.first_window_s) if score < self.clear_below else None
+
+    def confirmed(self) -> OwnVoiceVerdict:
+        """The verdict over the longer window (call `confirm_after_s` after the start)."""
+        score = self.likeness(self.confirm_window_s)
+        return OwnVoiceVerdict(score > self.own_above, score, self.confirm_window_s)
+
+    async def judge(self) -> OwnVoiceVerdict:
+        """The verdict for a speech start that happened just now (the listener keeps hearing while it waits)."""
+        verdict = self.first()
+        if verdict is not None:
+            return verdict
+        await asyncio.sleep(self.confirm_after_s)
+        return self.confirmed()
