@@ -95,6 +95,33 @@ def test_a_capture_gap_moves_the_read_position():
     assert got[0] == 8000
 
 
+def test_audio_lost_before_the_canceller_is_skipped_in_the_render_exactly():
+    """A dropped 20 ms frame: its timestamp says little (jitter, the 500 ms resync), its index says exactly."""
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(100):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    assert samples(ref.take(100.0, 320, 0))[0] == 0
+    assert samples(ref.take(100.02, 320, 320))[0] == 320
+    # frame 640 was lost; the next one's timestamp is off by jitter, as PortAudio's are
+    assert samples(ref.take(100.063, 320, 960))[0] == 960 and ref.capture_gaps == 1
+    assert samples(ref.take(100.08, 320, 1280))[0] == 1280
+    # without the index the read position would have stayed put (the old behaviour): 20 ms behind its echo
+    blind = EchoReference(RATE, lead_ms=0)
+    for k in range(100):
+        blind.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    blind.take(100.0, 320)
+    blind.take(100.02, 320)
+    assert samples(blind.take(100.063, 320))[0] == 640
+
+
+def test_a_capture_index_that_starts_again_re_anchors_on_the_timestamp():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(100):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    ref.take(100.0, 320, 5000)
+    assert samples(ref.take(100.1, 320, 0))[0] == 1600  # a new capture stream: its own timestamp
+
+
 def test_the_lead_reads_slightly_ahead_of_the_capture():
     ref = EchoReference(RATE, lead_ms=10)
     for k in range(10):

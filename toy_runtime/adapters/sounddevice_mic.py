@@ -72,6 +72,8 @@ class SoundDeviceSource:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._resampler: Resampler | None = None
         self._acc = bytearray()  # callback thread only
+        self._samples_out = 0  # callback thread only: the next frame's first_sample (lost audio included)
+        self._next_adc = 0.0  # callback thread only: the ADC time the next block should start at
         self._held: list[AudioFrame] = []  # callback thread only (and start(), while the stream is stopped)
         self._relaxed = False  # set by the loop, read by the callback: a bool store is atomic
         self._relaxed_frames = max(1, -(-RELAXED_DELIVERY_MS // frame_ms))
@@ -118,9 +120,18 @@ class SoundDeviceSource:
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
         # PortAudio thread: no blocking, no asyncio objects.
         now = time.monotonic()
+        adc = time_info.inputBufferAdcTime
         if status.input_overflow:
             self.xruns += 1
-        delay = time_info.currentTime - time_info.inputBufferAdcTime
+            # audio the device lost before this block: counted into the sample index (the echo reference skips
+            # the same render exactly); the partial frame before the loss is dropped with it, so no frame
+            # straddles the hole. Only with the device's ADC times (0 from some hosts: then unknown)
+            lost_s = adc - self._next_adc if adc > 0 and self._next_adc > 0 else 0.0
+            if 0.0 < lost_s < 5.0:
+                self._samples_out += len(self._acc) // 2 + round(lost_s * self.sample_rate_hz)
+                self._acc.clear()
+        self._next_adc = adc + frames / self.device_rate_hz if adc > 0 else 0.0
+        delay = time_info.currentTime - adc
         if not 0.0 < delay < 1.0:
             delay = frames / self.device_rate_hz
         block_end = now - delay + frames / self.device_rate_hz
@@ -138,7 +149,9 @@ class SoundDeviceSource:
         for i in range(n):
             remaining = (total - i * fb) // 2  # samples from this frame's start to the end of the block
             pcm = bytes(self._acc[i * fb : (i + 1) * fb])
-            out.append(AudioFrame(pcm, self.sample_rate_hz, block_end - remaining / self.sample_rate_hz))
+            out.append(AudioFrame(pcm, self.sample_rate_hz, block_end - remaining / self.sample_rate_hz,
+                                  first_sample=self._samples_out))
+            self._samples_out += fb // 2
         del self._acc[: n * fb]
         if self._held or self._relaxed:
             self._held.extend(out)

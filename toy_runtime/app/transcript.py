@@ -58,6 +58,8 @@ def _latency(record: Any) -> str:
     parts = [f"{label} {w[key]:.0f} ms" for key, label in
              (("endpoint", "end of speech"), ("asr_final", "recognised"), ("first_token", "first token"))
              if w.get(key) is not None]
+    if parts and getattr(record, "turn_end", "fixed") != "fixed":
+        parts[0] += f" ({record.turn_end})"  # the predicted end of turn: "end of speech 140 ms (complete)"
     head = f"{total:.0f} ms voice to voice" if total is not None else "nothing said"
     return head + (f" ({', '.join(parts)})" if parts else "")
 

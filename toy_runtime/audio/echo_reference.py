@@ -56,6 +56,8 @@ class EchoReference:
         self.read_resyncs = 0  # times the capture side's read position jumped
         self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
         self.underflow_gaps = 0  # silences the device played while it ran dry, put into the timeline
+        self._next_sample = None  # the capture index the next frame should start at (None: not known)
+        self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
@@ -67,18 +69,29 @@ class EchoReference:
 
     # -- capture side (event loop) ----------------------------------------------------------------------------
 
-    def take(self, capture_time_s: float, samples: int) -> bytes:
+    def take(self, capture_time_s: float, samples: int, first_sample: int | None = None) -> bytes:
         """The render samples for a capture frame starting at `capture_time_s` (silence where nothing played).
 
         Consecutive frames read consecutive samples: a capture timestamp jitters by a few ms from one device
         callback to the next, and a render stream that skipped or repeated samples with it would look like a
         moving echo path to the canceller (measured: residual echo bursts at every answer). Only a frame more than
-        `resync_ms` from the read position moves it (a capture restart, a dropped frame).
+        `resync_ms` from the read position moves it (a capture restart). `first_sample`, the frame's index in the
+        capture stream (AudioFrame.first_sample), says exactly how much audio was lost before it (a device
+        overflow, a frame the mic's queue dropped): the read position skips that much render, no more, no less —
+        before, a lost 20 ms frame left the render 20 ms behind its echo until the canceller re-learned it.
         """
         import numpy as np
 
         self._absorb()
         out = np.zeros(samples, dtype=np.int16)
+        if first_sample is not None and self._next_sample is not None and self._read_s is not None:
+            lost = first_sample - self._next_sample
+            if 0 < lost < self._keep:
+                self._read_s += lost / self.sample_rate_hz
+                self.capture_gaps += 1
+            elif lost < 0:  # the index started again: a new capture stream, whose timestamps are its anchor
+                self._read_s = None
+        self._next_sample = None if first_sample is None else first_sample + samples
         wanted = capture_time_s + self.lead_s
         if self._read_s is None or self._speaker_restarted or abs(wanted - self._read_s - self._read_drift) > \
                 self._resync_s:

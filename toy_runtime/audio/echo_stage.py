@@ -108,7 +108,8 @@ class EchoCancelledSource(WrappedSource):
         for_asr = bytearray() if self.suppressor is not None else None
         for i in range(0, len(pcm), 2 * n):
             capture = pcm[i : i + 2 * n]
-            render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n)
+            render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n,
+                                         None if frame.first_sample is None else frame.first_sample + i // 2)
             echo_free = self.canceller.process(capture, render)
             cleaned = echo_free if self.suppressor is None else self.suppressor.process(echo_free, self._silence)
             # each level once per piece: this runs on the loop for every 10 ms of audio

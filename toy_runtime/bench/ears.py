@@ -101,6 +101,7 @@ class EarsResult:
     own_voice_checks: list[tuple[float, float, bool]] = field(default_factory=list)
     gated_frames: int = 0
     resyncs: int = 0
+    capture_gaps: int = 0  # audio lost before the canceller (device overflows, queue drops), skipped in the render
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -281,7 +282,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(spoke - t0[0], stopped - t0[0]) for spoke, stopped in stops] if t0 else [],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
-        own_voice_checks=checks)
+        own_voice_checks=checks, capture_gaps=reference.capture_gaps)
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -412,6 +413,7 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "cpu_pct_of_core": round(100 * result.cpu_s / max(result.audio_s, 1e-9), 2),
         "gated_frames": result.gated_frames,
         "resyncs": result.resyncs,
+        "capture_gaps": result.capture_gaps,
         "speaker_underruns": result.underruns,
         "underflow_gaps": result.underflow_gaps,
         **words,

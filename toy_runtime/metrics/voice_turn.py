@@ -37,6 +37,7 @@ class VoiceTurnRecord:
     barge_in_stop_ms: float | None = None  # from the child's first word over the toy to its playback stopped
     heard: list[str] | None = None  # an interrupted turn: what the child heard before the stop
     turn_id: str | None = None
+    turn_end: str = "fixed"  # what ended the child's turn: the predicted class (complete/unfinished/unsure) or fixed
 
     def waterfall_ms(self) -> dict[str, float | None]:
         """Each milestone in ms after the end of speech."""
@@ -72,6 +73,7 @@ class VoiceTurnRecord:
             "turn_id": self.turn_id,
             "text": self.text,
             "waterfall_ms": waterfall,
+            "turn_end": self.turn_end,
             "voice_to_voice_ms": first_audio,
             "first_clause_tts_ms": tts_ms,
             "provider_ttft_ms": ttft,

@@ -32,6 +32,10 @@ class AudioFrame:
     # The same moment for the recognizer, when it should hear it differently (the front end: echo-cancelled but
     # not noise-suppressed; noise suppression helps the VAD and costs Whisper 1-3 points). None: `pcm`.
     asr_pcm: bytes | None = None
+    # The index of its first sample in the capture stream, counting the audio lost on the way (a device overflow,
+    # a frame our queue dropped): consecutive frames step by their length, a longer step is audio that never
+    # arrived. The echo canceller's reference follows it exactly. None: not known (files, fakes).
+    first_sample: int | None = None
 
     @property
     def for_recognizer(self) -> bytes:

@@ -274,7 +274,7 @@ class VoiceLoop:
         record = VoiceTurnRecord(turn=self._turns, text=utterance.text, end_of_speech_at=end_of_speech,
                                  endpoint_at=utterance.decided_at - utterance.capture_lag_s,
                                  decided_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
-                                 handoff_at=handoff)
+                                 handoff_at=handoff, turn_end=utterance.turn_end)
         self._set_state(SessionState.THINKING)
         if self.on_item is not None:
             self.on_item(utterance)
