@@ -212,6 +212,10 @@ class VadConfig(Section):
     unfinished_ms: int = Field(1200, ge=30, description="predicted: the silence a sentence that trails off may "
                                "hold before the turn ends anyway")
 
+    speculate: bool = Field(True, description="predicted: while a turn the toy cannot judge waits its hangover, "
+                            "send the model the words so far; the turn takes the answer if the child said no more, "
+                            "else it is cancelled unread (agent/prefetch.py). Costs a request when the child goes on")
+
     @field_validator("complete_ms")
     @classmethod
     def _complete_within_hangover(cls, value: int, info: ValidationInfo) -> int:

@@ -161,3 +161,32 @@ async def test_warm_rehearses_the_stream_in_process_and_survives_an_unreachable_
         assert client.ready
     finally:
         await client.aclose()
+
+
+async def test_a_request_sent_ahead_is_read_by_the_same_request_and_its_fault_is_the_same_fault():
+    """Speculation (agent/prefetch.py): the same request adopts the stream sent ahead (one request on the wire);
+    a provider fault inside it surfaces as the fault the live request would have raised."""
+    messages = [{"role": "user", "content": "hi"}]
+    with ScriptedLLMServer([Reply(text="Hello there!"), Reply(text="nope", fault="http_500")]) as server:
+        client = _client(server.url)
+        try:
+            await client.warm()
+            assert await client.prefetch(model="scripted-model", messages=messages)
+            assert await _text(client) == "Hello there!"
+            assert len(server.requests) == 1 and client.prefetch_hits == 1
+            assert await client.prefetch(model="scripted-model", messages=messages)
+            assert await _outcome(client) == "fault:http_500"
+        finally:
+            await client.aclose()
+
+
+async def test_a_request_sent_ahead_is_not_sent_before_the_client_exists_nor_kept_past_close():
+    with ScriptedLLMServer(default=Reply(text="Hi!", delay_s=5.0)) as server:
+        client = _client(server.url)
+        assert not await client.prefetch(model="scripted-model", messages=[{"role": "user", "content": "hi"}])
+        await client.warm()
+        reasons: list[str] = []
+        assert await client.prefetch(model="scripted-model", messages=[{"role": "user", "content": "hi"}],
+                                     on_cancel=reasons.append)
+        await client.aclose()
+    assert reasons == ["the client closed"] and client.prefetch_cancelled == 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Sequence
+from typing import Any, AsyncIterator, Callable, Literal, Sequence
 
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, SourceProtocol
 from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
@@ -137,6 +137,12 @@ class ChatAgent:
         return None
 
     # -- streaming ----------------------------------------------------------------------------------
+
+    async def prefetch(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                       on_cancel: Callable[[str], None] | None = None) -> bool:
+        """Send the request `stream(…, messages, tools=tools)` would send, ahead of its turn (agent/prefetch.py)."""
+        return await self.client.prefetch(model=self.model, messages=messages, tools=tools,
+                                          sampling=self.sampling.as_request(), on_cancel=on_cancel)
 
     async def stream(self, stats: CallStats, messages: list[dict[str, Any]], record: ReplyRecord, *, turn_id: str,
                      allow_events: bool, tools: list[dict[str, Any]] | None = None,

@@ -17,9 +17,10 @@ import logging
 import ssl
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Sequence
+from typing import Any, AsyncIterator, Callable, Literal, Sequence
 
 from ..language import TOKEN_ESTIMATOR, estimate_tokens  # noqa: F401 - TOKEN_ESTIMATOR: named in bench reports
+from .prefetch import PrefetchedStream, request_key
 
 
 def estimate_prompt_tokens(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:
@@ -96,6 +97,7 @@ class CallStats:
     finish_reason: str | None = None
     fault: str | None = None
     setup_ms: float = 0.0  # importing the SDK before the first request: the runtime's cost, not the provider's
+    prefetched_ms: float | None = None  # the request went out this long before the call (speculation adopted)
 
     @property
     def ttft_ms(self) -> float | None:
@@ -124,6 +126,7 @@ class CallStats:
             "finish_reason": self.finish_reason,
             "fault": self.fault,
             "setup_ms": round(self.setup_ms, 3),
+            "prefetched_ms": r(self.prefetched_ms),
         }
 
 
@@ -154,6 +157,10 @@ class ChatClient:
         self._client: Any = None
         self._opening: asyncio.Lock | None = None
         self._told_unreachable = False  # the owner hears "cannot connect" once per outage, not once per turn
+        self._prefetch: PrefetchedStream | None = None  # a request sent ahead of its turn (agent/prefetch.py)
+        self.prefetches = 0  # speculative requests sent
+        self.prefetch_hits = 0  # …adopted by the turn that asked the same
+        self.prefetch_cancelled = 0  # …cancelled unread (the child went on, or said something else)
 
     @property
     def ready(self) -> bool:
@@ -222,7 +229,43 @@ class ChatClient:
                 )
         return self._client
 
+    async def prefetch(self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                       tool_choice: Any = None, sampling: dict[str, Any] | None = None,
+                       on_cancel: Callable[[str], None] | None = None) -> bool:
+        """Send this request now, ahead of its turn: a `stream()` of the very same request reads it instead of
+        asking again (agent/prefetch.py). Replaces an earlier one. False when the client is not built yet (the
+        SDK import belongs to the first real call) or the provider is known to be unreachable. `on_cancel(why)`
+        hears it if it is cancelled unread."""
+        await self.cancel_prefetch("replaced by a newer one")
+        if self._client is None or self._told_unreachable:
+            return False
+        client = self._client
+        self._prefetch = PrefetchedStream(self._request(model, messages, tools, tool_choice, sampling),
+                                          lambda request: self._open(client, request), on_cancel=on_cancel)
+        self.prefetches += 1
+        return True
+
+    async def cancel_prefetch(self, reason: str) -> bool:
+        """Cancel the request sent ahead, unread (True if there was one)."""
+        prefetched, self._prefetch = self._prefetch, None
+        if prefetched is None:
+            return False
+        self.prefetch_cancelled += 1
+        await prefetched.cancel(reason)
+        return True
+
+    async def _adopt(self, request: dict[str, Any]) -> PrefetchedStream | None:
+        """The request sent ahead if it is this one; any other is cancelled (its turn never came)."""
+        prefetched = self._prefetch
+        if prefetched is not None and prefetched.key == request_key(request):
+            self._prefetch = None
+            self.prefetch_hits += 1
+            return prefetched
+        await self.cancel_prefetch("the turn asked for other words")
+        return None
+
     async def aclose(self) -> None:
+        await self.cancel_prefetch("the client closed")
         if self._client is not None:
             await self._client.close()
 
@@ -276,13 +319,20 @@ class ChatClient:
         completion_text: list[str] = []
         saw_chunk = saw_token = False
         client = await self._connection_for(stats)
+        prefetched = await self._adopt(request)
         loop = asyncio.get_running_loop()
         first_token_by = loop.time() + self._first_token_timeout_s
         try:
-            async with asyncio.timeout_at(first_token_by):
-                stream = await self._open(client, request)
+            stream: Any
+            if prefetched is not None:  # sent during the end-of-turn wait: read what came meanwhile, then the rest
+                stats.prefetched_ms = (stats.started - prefetched.sent_at) * 1000
+                stream, chunks = prefetched, prefetched.chunks()
+            else:
+                async with asyncio.timeout_at(first_token_by):
+                    stream = await self._open(client, request)
+                chunks = stream
             try:
-                iterator = stream.__aiter__()
+                iterator = chunks.__aiter__()
                 while True:
                     # the timeout wraps only the wait for the next chunk, never the consumer's work between yields
                     limit = first_token_by if not saw_token else loop.time() + self._read_timeout_s

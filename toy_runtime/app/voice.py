@@ -281,7 +281,8 @@ def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open
                      new_sink=new_sink, signals=runtime.signals, audit=runtime.audit,
                      idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
                      open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn,
-                     keep_output_open=keep_output_open, own_voice=own_voice)
+                     keep_output_open=keep_output_open, own_voice=own_voice,
+                     speculate=runtime.settings.vad.speculate and runtime.settings.vad.turn_end == "predicted")
 
 
 async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:

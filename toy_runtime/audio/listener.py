@@ -66,6 +66,18 @@ class PartialTranscript:
 
 
 @dataclass(frozen=True)
+class EarlyTranscript:
+    """The transcript so far, early in a silence, and the end-of-turn wait it set (audio/turn_end.py): the session
+    may start answering it while the toy waits (speculation); an Utterance follows, with these words if the child
+    said no more."""
+
+    text: str
+    turn_class: str  # complete | unfinished | unsure
+    wait_ms: float  # the silence the turn may still take, from the end of speech
+    silent_ms: float  # the silence so far
+
+
+@dataclass(frozen=True)
 class Utterance:
     """A finished utterance and the timings a latency report needs.
 
@@ -120,7 +132,8 @@ class ListeningTimeout:
     at: float  # source time
 
 
-ListenerEvent = Union[SpeechStart, PartialTranscript, Utterance, UtteranceDiscarded, ListeningTimeout]
+ListenerEvent = Union[SpeechStart, PartialTranscript, EarlyTranscript, Utterance, UtteranceDiscarded,
+                      ListeningTimeout]
 
 
 class Listener:
@@ -232,7 +245,9 @@ class Listener:
                         self._endpointer.reset()
                         yield UtteranceDiscarded("paused", speech_ms)
                     continue
-                self._predict_turn_end()
+                early = self._predict_turn_end()
+                if early is not None:
+                    yield early
                 is_speech = self._vad.is_speech(frame)
                 level = level_db(frame.pcm) if self._levels else None
                 for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
@@ -319,20 +334,24 @@ class Listener:
             self._early = self._executor.submit(self._asr.finish)
             self._early_speech_end = speech_end
 
-    def _predict_turn_end(self) -> None:
+    def _predict_turn_end(self) -> EarlyTranscript | None:
         """Once the early final is in, its text sets how long this silence may last (before the next frame is
         endpointed, so a finished sentence ends on it). Speech resuming drops the early final, and the wait with
         it (the endpointer restores its own when the speech end moves)."""
         early = self._early
         if self._turn_end is None or early is None or self._turn_class is not None or not early.done():
-            return
+            return None
         if early.exception() is not None:
             self._turn_class = "fixed"  # the error surfaces from _finish(); the fixed hangover ends the turn
-            return
+            return None
         result = early.result()
         text = result if isinstance(result, str) else ""
         self._turn_class = classify(text)
-        self._endpointer.hold(self._turn_end.wait_ms(text))
+        wait = self._turn_end.wait_ms(text)
+        self._endpointer.hold(wait)
+        speech_end = self._endpointer.speech_end_ms
+        silent = self._endpointer.position_ms - speech_end if speech_end is not None else 0.0
+        return EarlyTranscript(text.strip(), self._turn_class, wait, silent)
 
     def _abandon(self) -> None:
         """Drop the open utterance: the recognizer is reset, an early final and the replay copy forgotten."""

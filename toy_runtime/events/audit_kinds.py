@@ -71,6 +71,8 @@ class AuditKind(StrEnum):
     # --- the LLM client ---
     LLM_FAULT = "llm.fault", "an LLM call failed: which call, the fault code and message"
     LLM_USAGE_MISSING = "llm.usage_missing", "an LLM response that reported no token usage"
+    LLM_SPECULATION = "llm.speculation", ("a request sent during the end-of-turn wait: started (the text so far), "
+                                          "adopted by its turn, or cancelled (why): never read, spoken or run")
 
     # --- the voice loop (session/voice.py) ---
     VOICE_STATE = "voice.state", "the voice session changed state (idle, listening, thinking, speaking)"

@@ -101,6 +101,8 @@ class TurnRunner:
             if not producer.done():
                 producer.cancel()
                 await asyncio.gather(producer, return_exceptions=True)
+            # a speculation this turn did not take (it answered from the gate, or settled a confirmation)
+            await self.drop_speculation("the turn did not ask the model the same")
 
     # -- the turn ------------------------------------------------------------------------------------
 
@@ -306,13 +308,44 @@ class TurnRunner:
             stats.fault = "deadline"
             raise LLMFault("deadline", str(exc)) from None
 
+    def _first_messages(self, text: str) -> list[dict[str, Any]]:
+        """The first answer's request messages for the child's `text` (a speculation sends the very same)."""
+        # the language note right before the child's words: close to the end, where a small model follows it
+        return self.chat.system_messages(events=True) + self.conversation.messages + [
+            {"role": "system", "content": language_note(guess_locale(text))}, {"role": "user", "content": text}]
+
+    async def speculate(self, text: str) -> bool:
+        """Send the first answer's request for `text` now, while the toy waits to be sure the child has finished
+        (agent/prefetch.py): if the turn comes with these words, its answer is already on its way; otherwise it
+        is cancelled unread. False when there is no model to ask, or nothing to ask it."""
+        text = text.strip()
+        if self.chat is None or not text or self.confirmations.held:
+            return False
+        if self.before_turn is not None:
+            return False  # the console may swap the model before the turn: the request is not known yet
+        def cancelled(reason: str) -> None:
+            self.audit.record(AuditKind.LLM_SPECULATION, outcome="cancelled", reason=reason, text=text)
+
+        sent = await self.chat.prefetch(self._first_messages(text), tools=self.chat.tools(events=True),
+                                        on_cancel=cancelled)
+        if sent:
+            self.audit.record(AuditKind.LLM_SPECULATION, outcome="started", text=text)
+        return sent
+
+    async def drop_speculation(self, reason: str) -> bool:
+        """Cancel a speculation that no turn adopted (the child went on, the session closed); audited as such."""
+        return self.chat is not None and await self.chat.client.cancel_prefetch(reason)
+
     async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
         chat = self.chat
-        # the language note right before the child's words: close to the end, where a small model follows it
-        messages = chat.system_messages(events=True) + self.conversation.messages + [
-            {"role": "system", "content": language_note(guess_locale(text))}, {"role": "user", "content": text}]
+        messages = self._first_messages(text)
+        adopted = False
         async for item in chat.stream(stats, messages, record, turn_id=turn_id, allow_events=True,
                                       tools=chat.tools(events=True)):
+            if not adopted and stats.prefetched_ms is not None:
+                adopted = True
+                self.audit.record(AuditKind.LLM_SPECULATION, turn_id=turn_id, outcome="adopted",
+                                  ahead_ms=round(stats.prefetched_ms, 1))
             if isinstance(item, Segment):
                 say(Speech(1, item.text, at=item.at))
             elif isinstance(item, Detected):

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..audio.listener import ListenerEvent, ListeningTimeout, SpeechStart, Utterance, UtteranceDiscarded
+from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, SpeechStart, Utterance,
+                              UtteranceDiscarded)
 from ..audio.own_voice import OwnVoiceCheck
 from ..events import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
@@ -52,6 +53,9 @@ class Stop:
 
 Inbox = ListenerEvent | OpenSession | CloseSession | Stop
 MAX_RECORDS = 200
+# Speculate only when the turn will wait at least this much longer: a finished sentence ends as its transcript
+# comes in, and a request sent then saves nothing and costs one more when the child goes on
+SPECULATE_MIN_WAIT_MS = 60.0
 
 
 class VoiceLoop:
@@ -77,6 +81,7 @@ class VoiceLoop:
         on_item: Callable[[Utterance | Speech | EventOutcome | TurnEnd], None] | None = None,
         keep_output_open: bool = False,
         own_voice: OwnVoiceCheck | None = None,
+        speculate: bool = False,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -90,6 +95,9 @@ class VoiceLoop:
         # Whether the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
         # audio/own_voice.py): if so, a speech start during an answer is not a barge-in
         self.own_voice = own_voice
+        # Speculative answering: an early transcript whose wait is still long is sent to the model at once
+        # (TurnRunner.speculate); the turn adopts the answer if the child said no more
+        self.speculate = speculate
         self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
@@ -239,14 +247,25 @@ class VoiceLoop:
                     return reason
                 if isinstance(message, ListeningTimeout):
                     continue
+                if isinstance(message, EarlyTranscript):
+                    await self._speculate(message)
+                    continue
                 pending = message
         finally:
+            await self.runner.drop_speculation("the session closed")
             self.audit.record(AuditKind.VOICE_SESSION_CLOSED, session_id=self.runner.conversation.session_id, reason=reason)
             self.runner.end_session()  # silence: a question left unanswered never runs its event later
             self._resume()
             if not self.keep_output_open:
                 await self._close_output()  # the session releases the speaker; the mic goes back to idle VAD
             self._set_state(SessionState.IDLE)
+
+    async def _speculate(self, early: EarlyTranscript) -> None:
+        """Ask the model now when the turn will wait a while yet and is likely to be these words (not one that
+        trails off: the child is probably going on)."""
+        if (self.speculate and early.turn_class != "unfinished" and early.text
+                and early.wait_ms - early.silent_ms >= SPECULATE_MIN_WAIT_MS):
+            await self.runner.speculate(early.text)
 
     async def _announce(self, text: str) -> bool:
         """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex; once spoken it is part of
