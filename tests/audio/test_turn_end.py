@@ -3,6 +3,7 @@ by what the child said (a finished sentence at once, one that trails off only af
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import Executor, Future
 
 import pytest
@@ -104,3 +105,60 @@ async def test_a_sentence_that_trails_off_waits_through_a_long_pause():
 async def test_an_unsure_transcript_keeps_the_fixed_hangover():
     [first, _] = await _turn(["turn it down", "more words."], 700, policy=POLICY)
     assert first.turn_end == "unsure" and first.hangover_ms == pytest.approx(300)
+
+
+class SlowFinishExecutor(InlineExecutor):
+    """Like InlineExecutor, but the recognizer's finish() only returns when `release()` is called (a busy CPU)."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[object, Future]] = []
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        if getattr(fn, "__name__", "") != "finish":
+            return super().submit(fn, *args, **kwargs)
+        future: Future = Future()
+        self.held.append((fn, future))
+        return future
+
+    def release(self) -> None:
+        for fn, future in self.held:
+            future.set_result(fn())
+        self.held.clear()
+
+
+class ReleaseAt(ListSource):
+    """Hands out `inner`'s frames and releases the slow recognizer before frame `at` (1-based)."""
+
+    def __init__(self, inner: ListSource, executor: SlowFinishExecutor, at: int) -> None:
+        self._inner, self._executor, self._at, self._n = inner, executor, at, 0
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        frame = await self._inner.__anext__()
+        self._n += 1
+        if self._n >= self._at:
+            self._executor.release()
+        return frame
+
+
+async def test_a_slow_transcript_holds_the_turn_open_instead_of_letting_the_fixed_hangover_cut_it():
+    """The early final takes 600 ms (a busy machine): the 300 ms hangover must not end "can you tell me" in the
+    pause before the transcript has said it trails off."""
+    executor = SlowFinishExecutor()
+    inner = ListSource.from_segments((("silence", 300), ("speech", 600), ("silence", 900), ("speech", 400),
+                                      ("silence", 2000)), clock=lambda: 100.0)
+    # 20 ms frames: speech ends at frame 45, the early final goes out at frame 47, comes back at frame 77
+    src = ReleaseAt(inner, executor, at=77)
+    asr = ScriptedASR(["Can you tell me?", "Can you tell me why the sky is blue?"])
+    cfg = EndpointerConfig(preroll_ms=200, start_ms=60, hangover_ms=300, min_utterance_ms=200, level_end=False)
+    listener = Listener(src, ScriptedVAD(), asr, cfg, early_final_ms=40, turn_end=POLICY, executor=executor)
+    await src.start()
+    # liveness only: a listener that ended the turn early waits for the held transcript, and frames stop coming
+    asyncio.get_running_loop().call_later(2.0, executor.release)
+    utterances = [e async for e in listener.events() if isinstance(e, Utterance)]
+    assert [u.text for u in utterances] == ["Can you tell me why the sky is blue?"]

@@ -333,6 +333,10 @@ class Listener:
             # submitted straight to the worker, outside _pending: its text is the final, not a partial
             self._early = self._executor.submit(self._asr.finish)
             self._early_speech_end = speech_end
+            if self._turn_end is not None:
+                # no end before the transcript says what kind of end this is: on a busy machine a slow decode
+                # would otherwise let the fixed hangover cut "can you tell me…" (bounded by the longest wait)
+                self._endpointer.hold(self._turn_end.unfinished_ms)
 
     def _predict_turn_end(self) -> EarlyTranscript | None:
         """Once the early final is in, its text sets how long this silence may last (before the next frame is
@@ -343,6 +347,7 @@ class Listener:
             return None
         if early.exception() is not None:
             self._turn_class = "fixed"  # the error surfaces from _finish(); the fixed hangover ends the turn
+            self._endpointer.hold(self._endpointer.config.hangover_ms)
             return None
         result = early.result()
         text = result if isinstance(result, str) else ""

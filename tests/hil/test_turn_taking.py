@@ -1,0 +1,62 @@
+"""Turn-taking in `toy-runtime run` on the rig: a child who pauses in the middle of a sentence is heard out, and
+answered once, for the whole of it (end-of-turn prediction, audio/turn_end.py) — in a voice the toy never speaks
+with, through the real VAD, Whisper and endpointer."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import numpy as np
+import pytest
+
+from tests.hil.test_spoken_turn import wait_for_record
+from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.services import audit_records, child_env
+from toy_runtime.testing.speech import espeak_pcm
+
+pytestmark = pytest.mark.hil
+
+PAUSE_MS = 900  # three times the fixed hangover: without the prediction the turn ends inside it
+
+
+async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp_path):
+    first, second = espeak_pcm("can you tell me"), espeak_pcm("why the sky is blue")
+    pause = np.zeros(16 * PAUSE_MS, np.int16).tobytes()
+    asked: list[str] = []
+
+    def answer(request):
+        asked.append(str(request["messages"][-1]["content"]))
+        return Reply(text="Because sunlight bounces off the air.")
+
+    audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
+    with ScriptedLLMServer(answer) as llm:
+        env = child_env()
+        env.update(rig.runtime_env())
+        env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_LLM__BASE_URL": llm.url, "TOY_LLM__MODEL": "scripted-model",
+                    "TOY_SESSION__IDLE_TIMEOUT_S": "30"})
+        with log.open("wb") as out:
+            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
+                                                        stdout=out, stderr=asyncio.subprocess.STDOUT)
+        try:
+            await wait_for_record(audit, "runtime.ready", 60, proc, log)
+            await asyncio.sleep(0.6)
+            await rig.say_to_mic(first + pause + second, 16000)
+            turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
+            await asyncio.sleep(1.5)  # time for a second turn, if the first had been cut
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), 20)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    turns = audit_records(audit, "voice.turn")
+    assert len(turns) == 1, [t["text"] for t in turns]
+    words = turn["text"].lower()
+    assert "tell me" in words and "sky" in words, turn["text"]
+    assert turn["turn_end"] in ("complete", "unsure"), turn  # ended by what it said, not by a cut
+    assert len(asked) == 1, asked
