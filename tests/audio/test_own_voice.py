@@ -73,3 +73,25 @@ async def test_an_ambiguous_start_is_judged_over_the_longer_window():
     child = await OwnVoiceCheck(Scores({0.16: 0.4, 0.32: 0.2}), confirm_after_s=0.01).judge()
     assert (own.own_voice, own.window_s) == (True, 0.32)
     assert (child.own_voice, child.score) == (False, 0.2)
+
+
+async def test_right_after_a_jump_in_the_render_every_start_is_confirmed_against_a_lower_line():
+    scores = Scores({0.16: 0.05, 0.32: 0.2})
+    calm = await OwnVoiceCheck(scores, confirm_after_s=0.01).judge()
+    shaken = await OwnVoiceCheck(scores, lambda: True, confirm_after_s=0.01).judge()
+    assert not calm.own_voice and calm.window_s == 0.16
+    assert shaken.own_voice and shaken.window_s == 0.32  # a leak the canceller lets through while it re-learns
+
+
+def test_the_stage_says_when_the_render_jumped_and_for_how_long():
+    stage = _stage(leak=0.0)
+    assert not stage.recently_disturbed()
+    ref = stage.reference
+    # the speaker ran dry for 50 ms: its silence goes into the timeline (a jump the canceller must re-learn)
+    ref.played(b"\x00\x10" * 160, RATE, 10.0 + 0.01 * FRAMES * 2 + 0.05, after_underflow=True)
+    t = 10.0 + 0.02 * FRAMES
+    stage.clean(AudioFrame(b"\x00\x00" * 320, RATE, t))
+    assert ref.underflow_gaps == 1 and stage.recently_disturbed()
+    for k in range(1, int((stage.disturbed_s + 0.1) / 0.02) + 1):  # the capture goes on, frame after frame
+        stage.clean(AudioFrame(b"\x00\x00" * 320, RATE, t + 0.02 * k))
+    assert not stage.recently_disturbed()

@@ -168,7 +168,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                        barge_in=settings.barge_in, open_on_speech=not (push_to_talk or wake_word),
                        on_item=view.item if view else None, on_turn=view.turn if view else log_turn,
                        keep_output_open=ears.reference is not None,
-                       own_voice=(OwnVoiceCheck(ears.echo.echo_likeness)
+                       own_voice=(OwnVoiceCheck(ears.echo.echo_likeness, ears.echo.recently_disturbed)
                                   if ears.echo is not None and ears.reference is not None else None))
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []

@@ -94,6 +94,14 @@ class EchoCancelledSource(WrappedSource):
         # the last 0.8 s of render frames and of what the listener got, for echo_likeness()
         self._history_render: deque[bytes] = deque(maxlen=80)
         self._history_out: deque[bytes] = deque(maxlen=80)
+        # A jump in the render's timeline (a speaker underrun's silence placed by its DAC time, a re-anchor, lost
+        # capture) moves the echo against its reference: AEC3 re-learns it in 1-2 s and leaks meanwhile. On the busy
+        # rig every false barge-in left came within a second of one (docs/benchmarks.md, "Ears"): the own-voice
+        # check is stricter until `disturbed_s` after the last one.
+        self.disturbed_s = 2.5
+        self._disturbances = 0
+        self._disturbed_until = float("-inf")
+        self._now = float("-inf")  # the capture time of the last frame cleaned
 
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
@@ -106,6 +114,7 @@ class EchoCancelledSource(WrappedSource):
             return frame  # not whole 10 ms pieces (a device that never does this): left as it is, never cut
         out = bytearray()
         for_asr = bytearray() if self.suppressor is not None else None
+        self._now = frame.timestamp_s
         for i in range(0, len(pcm), 2 * n):
             capture = pcm[i : i + 2 * n]
             render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n,
@@ -123,6 +132,11 @@ class EchoCancelledSource(WrappedSource):
                     out_ms = 0.0
                     self.gated += 1
             self.stats.add(raw_ms, out_ms, ref_ms)
+            ref = self.reference
+            disturbances = ref.underflow_gaps + ref.resyncs + ref.read_resyncs + ref.capture_gaps
+            if disturbances != self._disturbances:
+                self._disturbances = disturbances
+                self._disturbed_until = frame.timestamp_s + self.disturbed_s
             self._history_render.append(render)
             self._history_out.append(cleaned)
             out += cleaned
@@ -130,6 +144,10 @@ class EchoCancelledSource(WrappedSource):
                 for_asr += echo_free
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s,
                           bytes(for_asr) if for_asr is not None else None)
+
+    def recently_disturbed(self) -> bool:
+        """True within `disturbed_s` of a jump in the render's timeline: the canceller may be leaking the toy."""
+        return self._now < self._disturbed_until
 
     def echo_likeness(self, window_s: float = 0.16, max_lag_s: float = 0.45) -> float:
         """How much the last `window_s` the listener heard looks like what the toy played up to `max_lag_s` before:
