@@ -105,7 +105,7 @@ class BridgeClient(MqttEndpoint):
         """Retained LED state (`idle`/`listening`/`thinking`/`speaking`/`closed`). True if sent now, False if it
         will be sent on reconnect."""
         extra: dict[str, Any] = {"ts": ts} if ts is not None else {}
-        message = p.StateMessage(state=state, session_id=session_id, **extra)  # type: ignore[arg-type]
+        message = p.StateMessage(state=state, session_id=session_id, **extra)
         return self._publish(self.topics.state, p.encode(message), retain=True)
 
     async def publish_volume(

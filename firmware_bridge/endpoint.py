@@ -59,7 +59,7 @@ def _paho() -> Any:
 
 @functools.cache
 def _client_class(mqtt: Any) -> Any:
-    class Client(mqtt.Client):  # type: ignore[misc, name-defined]
+    class Client(mqtt.Client):
         """paho's client, remembering why the last connection attempt failed (`on_connect_fail` does not say)."""
 
         last_connect_error: BaseException | None = None
@@ -219,7 +219,7 @@ class MqttEndpoint:
         will = self._will()
         if will:
             client.will_set(will[0], will[1], qos=1, retain=True)
-        client.reconnect_delay_set(cfg.reconnect_min_delay_s, cfg.reconnect_max_delay_s)  # type: ignore[arg-type]
+        client.reconnect_delay_set(cfg.reconnect_min_delay_s, cfg.reconnect_max_delay_s)
         client.on_socket_open = self._on_socket_open
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe

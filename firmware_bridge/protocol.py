@@ -13,11 +13,11 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION: Final = 1
 DEFAULT_PREFIX = "toy"
 MAX_DEPTH = 32  # lists/objects inside a payload; real payloads nest 2-3 levels (command arguments)
 MAX_PAYLOAD_BYTES = 64 * 1024  # the largest real payload (a command with a 200-character title) is < 1 KiB

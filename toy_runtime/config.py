@@ -11,7 +11,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
@@ -47,7 +47,7 @@ class Section(BaseModel):
     @classmethod
     def _literal_from_text(cls, value: Any, info: ValidationInfo) -> Any:
         # env values are text and TOML may write `protocol = 5`: TOY_AUDIO__FRAME_MS=20 means 20
-        return literal_from_text(cls.model_fields[info.field_name].annotation, value)
+        return literal_from_text(cls.model_fields[cast(str, info.field_name)].annotation, value)
 
 
 class LLMConfig(Section):
@@ -603,7 +603,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: Mapping[str, Any]) -> str:
     loc = ".".join(str(p) for p in field_loc(Settings, tuple(error["loc"]))) or "config"
     if error["type"] == "extra_forbidden":
         return f"{loc}: unknown key{unknown_key_hint(Settings, tuple(error['loc']))}"
@@ -631,7 +631,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
         raise ConfigError(problem)
     saved = dict(os.environ) if env is not None else None
     try:
-        if env is not None:
+        if env is not None and saved is not None:  # saved is set exactly when env is
             os.environ.clear()
             # TZ is the process's zone, not a TOY_ setting: a given `env` replaces the settings, not the zone
             os.environ.update({"TZ": saved["TZ"]} if "TZ" in saved else {}, **env)
@@ -643,7 +643,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: dict[str, 
             # one key can report several errors (one per union member, an item and the length)
             keys = {tuple(p for p in field_loc(Settings, tuple(e["loc"])) if not isinstance(p, int)) for e in errors}
             extra = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
-            raise ConfigError(_describe(errors[0]) + env_source(errors[0], environ) + extra) from None
+            raise ConfigError(_describe(errors[0]) + env_source(cast(dict, errors[0]), environ) + extra) from None
         except ValueError as exc:  # e.g. env JSON that does not parse
             field = re.search(r'field "(\w+)" from source "EnvSettingsSource"', str(exc))
             if field:

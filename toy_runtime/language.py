@@ -41,7 +41,7 @@ TOKEN_ESTIMATOR = "approx: 1 per CJK char + 1 per 4 other chars (+4 per message)
 
 def has_cjk(text: str | None) -> bool:
     """True when `text` contains a Han ideograph (Chinese characters: the child spoke, or the title is, Chinese)."""
-    return bool(text) and _HAN_RE.search(text) is not None
+    return text is not None and _HAN_RE.search(text) is not None
 
 
 def guess_locale(text: str | None) -> str:

@@ -12,7 +12,7 @@ import json
 import logging
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Generator, cast
 
 import numpy as np
 
@@ -114,7 +114,8 @@ class PiperSynthesizer:
         # without trimming glibc keeps ~55 MB of freed inference buffers resident after a few sentences (measured)
         self._trim_heap = heap_trimmer() if trim_heap else None
         wants_split = split_cache is not None and vocoder_window_frames > 0
-        split = _split_or_none(model_path, config_path, split_cache, wait=split_wait) if wants_split else None
+        split = (_split_or_none(model_path, config_path, cast("str | Path", split_cache), wait=split_wait)
+                 if wants_split else None)
         self._splitting: Any = None  # the background split (start_split), if this synthesizer started one
         try:
             config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
@@ -146,7 +147,7 @@ class PiperSynthesizer:
             from toy_runtime.adapters.piper_split import start_split
 
             try:
-                self._splitting = start_split(model_path, split_cache, config_path=config_path)
+                self._splitting = start_split(model_path, cast("str | Path", split_cache), config_path=config_path)
                 log.info("tts: the voice is whole until it is split (in the background, for the next start)")
             except OSError as exc:  # no process to spare: the whole voice works, with more memory per sentence
                 log.warning("tts: could not start splitting the voice: %s", exc)
@@ -185,7 +186,7 @@ class PiperSynthesizer:
         """All pieces of `text` at once, in the calling thread (benchmarks, demo preparation)."""
         return [self._piece(chunk, text) for chunk in self._chunks(text)]
 
-    def _chunks(self, text: str) -> Iterator[tuple[Any, bool]]:
+    def _chunks(self, text: str) -> Generator[tuple[Any, bool], None, None]:
         """(float samples, starts a sentence) for each clause-sized piece of `text`, in order (a generator): a
         split voice's slices, or one whole sentence at a time from piper."""
         for piece in clause_pieces(text, self._max_chars):
@@ -210,7 +211,7 @@ class PiperSynthesizer:
                     raise SpeechEngineError("tts-failed", f"piper failed on {text[:40]!r}: {exc}") from exc
                 if chunk is _DONE:
                     return
-                yield self._piece(chunk, text)
+                yield self._piece(cast("tuple[Any, bool]", chunk), text)
         finally:
             # Close the generator on the worker thread, after any step still running there (never concurrently).
             try:

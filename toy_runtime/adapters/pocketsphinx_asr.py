@@ -7,6 +7,7 @@ class of hardware it costs ~120 ms after the end of speech for no gain on short 
 
 from __future__ import annotations
 
+import builtins
 import struct
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ class PocketsphinxRecognizer:
             import pocketsphinx  # noqa: F401 - the package whose library NativeDecoder calls
         except ImportError as exc:
             raise ImportError(f"pocketsphinx is not installed (pip install pocketsphinx): {exc}") from exc
-        options: dict[str, Any] = {"loglevel": "FATAL", "samprate": float(sample_rate_hz), "fwdflat": fwdflat}
+        options: builtins.dict[str, Any] = {"loglevel": "FATAL", "samprate": float(sample_rate_hz),
+                                            "fwdflat": fwdflat}
         searches = {"jsgf", "fsg", "kws", "keyphrase"}  # grammars and keyword lists may need words the LM lacks
         if dictionary_cache is not None and dict is None and jsgf is None and not searches & set(decoder_options):
             dict = _dictionary_for_lm(lm, dictionary_cache)  # noqa: A001 - None keeps the bundled dictionary

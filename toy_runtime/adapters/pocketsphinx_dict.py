@@ -15,7 +15,7 @@ import hashlib
 import os
 import struct
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, TextIO
 
 __all__ = ["lm_vocabulary", "dictionary_for_lm"]
 
@@ -80,6 +80,7 @@ def dictionary_for_lm(dict_path: str | Path, lm_path: str | Path, cache_dir: str
     """
     dict_path, lm_path, cache_dir = Path(dict_path), Path(lm_path), Path(cache_dir)
     key = hashlib.sha256()
+    source: Path | TextIO
     for source in (dict_path, lm_path):
         st = source.stat()
         key.update(f"{source.resolve()}:{st.st_size}:{st.st_mtime_ns};".encode())

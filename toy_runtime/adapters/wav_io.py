@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import wave
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class WavFileSink(RecordingSink):
         realtime: bool = False,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        kwargs = {"clock": clock} if clock is not None else {}
+        kwargs: dict[str, Any] = {"clock": clock} if clock is not None else {}
         super().__init__(sample_rate_hz, realtime=realtime, **kwargs)
         self.out_dir = Path(out_dir)
         self.prefix = prefix

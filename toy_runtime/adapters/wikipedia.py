@@ -164,7 +164,11 @@ class WikipediaSearch:
             raise failed.exceptions[0] from None
         hits = [hit for task in tasks if (hit := task.result()) is not None]  # search order kept
         seen: set[str] = set()
-        unique = [h for h in hits if not (h.url in seen or seen.add(h.url))]
+        unique: list[SearchHit] = []
+        for h in hits:
+            if h.url not in seen:
+                seen.add(h.url)
+                unique.append(h)
         return unique[:limit]
 
     async def _summary(self, lang: str, title: str) -> SearchHit | None:

@@ -224,8 +224,9 @@ class ChatClient:
                     api_key=self._api_key,
                     max_retries=0,
                     http_client=openai.DefaultAsyncHttpxClient(verify=tls),
-                    timeout=httpx.Timeout(connect=self._connect_timeout_s, read=read, write=read,
-                                          pool=self._connect_timeout_s),
+                    # openai's stubs name only httpx2.Timeout; it normalizes an httpx.Timeout (normalize_httpx_timeout)
+                    timeout=httpx.Timeout(connect=self._connect_timeout_s, read=read,  # type: ignore[arg-type]
+                                          write=read, pool=self._connect_timeout_s),
                 )
         return self._client
 

@@ -278,7 +278,7 @@ class SpeakableGuard:
 
     def _segment(self, segment: str) -> list[str | Hidden]:
         segment = _tidy(segment)
-        hidden: list[Hidden] = []
+        hidden: list[str | Hidden] = []
         if self._open_call:  # the arguments of `name(` went on past a clause cut
             close = segment.find(")")
             if close < 0:

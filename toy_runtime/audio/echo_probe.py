@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -127,6 +127,6 @@ async def measure_echo_path(mic: Any, sink: Any, reference: Any, canceller: Echo
         if loud.any():
             n = min(len(mic_pcm), len(out), len(loud))
             e_in = np.mean(mic_pcm[:n][loud[:n]].astype(np.float64) ** 2)
-            e_out = np.mean(out[:n][loud[:n]].astype(np.float64) ** 2)
+            e_out = cast(np.float64, np.mean(out[:n][loud[:n]].astype(np.float64) ** 2))
             erle = round(10 * float(np.log10(e_in / max(e_out, 1e-3))), 1)
     return EchoPath(None if delay is None else round(delay, 1), None if gain is None else round(gain, 1), erle)

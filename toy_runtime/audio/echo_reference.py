@@ -15,7 +15,7 @@ render and capture streams keep one fixed relation for the canceller.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +44,8 @@ class EchoReference:
         self.lead_s = lead_ms / 1000.0
         self._keep = int(keep_s * sample_rate_hz)
         self._resync_s = resync_ms / 1000.0
-        self._incoming: deque[tuple[bytes, int, float]] = deque(maxlen=1024)  # (pcm, rate, dac time of sample 0)
+        # (pcm, rate, dac time of sample 0, after_underflow)
+        self._incoming: deque[tuple[bytes, int, float, bool]] = deque(maxlen=1024)
         self._resamplers: dict[int, Resampler] = {}
         self._ring: np.ndarray | None = None  # created by the first take()
         self._start_s: float | None = None  # the time of self._ring[0]
@@ -56,7 +57,7 @@ class EchoReference:
         self.read_resyncs = 0  # times the capture side's read position jumped
         self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
         self.underflow_gaps = 0  # silences the device played while it ran dry, put into the timeline
-        self._next_sample = None  # the capture index the next frame should start at (None: not known)
+        self._next_sample: int | None = None  # the capture index the next frame should start at (None: not known)
         self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
@@ -173,7 +174,7 @@ class EchoReference:
                 return
             if end is not None and at < end and self._start_s is not None and at > self._start_s:
                 keep = int(round((at - self._start_s) * self.sample_rate_hz))  # re-heard: the newer block wins
-                self._ring = np.concatenate([self._ring[:keep], block])
+                self._ring = np.concatenate([cast("np.ndarray", self._ring)[:keep], block])
                 return
             self._ring, self._start_s, self._write_drift = block.copy(), at, 0.0
             return

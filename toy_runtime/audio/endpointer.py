@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar, Union
+from typing import Generic, Literal, TypeVar, Union, cast
 
 F = TypeVar("F")
 
@@ -148,6 +148,9 @@ class _Idle(Generic[F]):
 class Endpointer(Generic[F]):
     """The endpointing state machine. Frames are opaque to it (an AudioFrame in the runtime, ints in tests)."""
 
+    _timeout_total: float | None
+    _timeout_left: float | None
+
     def __init__(self, config: EndpointerConfig | None = None) -> None:
         self.config = config or EndpointerConfig()
         self.reset()
@@ -257,7 +260,7 @@ class Endpointer(Generic[F]):
         if self._timeout_left is not None:
             self._timeout_left -= frame_ms
             if self._timeout_left <= 0:
-                events.append(NoSpeechTimeout(waited_ms=self._timeout_total, at_ms=self._pos))
+                events.append(NoSpeechTimeout(waited_ms=cast(float, self._timeout_total), at_ms=self._pos))
                 self._timeout_left = None
         return events
 
@@ -323,4 +326,4 @@ class Endpointer(Generic[F]):
 
     def _arm_timeout(self) -> None:
         self._timeout_total = self.config.no_speech_timeout_ms
-        self._timeout_left: float | None = self._timeout_total
+        self._timeout_left = self._timeout_total

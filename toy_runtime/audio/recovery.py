@@ -346,6 +346,7 @@ class ReopeningSink:
         if self._inner is not None:
             return
         self._re.closing = asyncio.Event()
+        candidate: AudioSink | None
         candidate = self._factory()
         try:
             await candidate.start()

@@ -14,6 +14,7 @@ later record first retries the waiting ones, so when space returns they are writ
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import logging.handlers
@@ -79,7 +80,7 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
     """A RotatingFileHandler whose files are created 0600 (whatever the umask) and whose write errors reach the
     caller instead of being printed as a "--- Logging error ---" traceback."""
 
-    def _open(self):  # type: ignore[no-untyped-def] - called for the first file and after every rollover
+    def _open(self) -> io.TextIOWrapper:  # called for the first file and after every rollover
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.fchmod(fd, 0o600)  # a log an older version left world-readable is tightened too

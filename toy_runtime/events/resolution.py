@@ -65,8 +65,8 @@ def _finish(
     fallback_ms: float = 0.0,
 ) -> ResolvedArguments:
     elapsed = (time.perf_counter() - started) * 1000 - fallback_ms
-    common = dict(path=path, fallback_used=fallback_used, fallback_tokens=fallback_tokens,
-                  resolve_ms=elapsed, fallback_ms=fallback_ms)
+    common: dict[str, Any] = dict(path=path, fallback_used=fallback_used, fallback_tokens=fallback_tokens,
+                                  resolve_ms=elapsed, fallback_ms=fallback_ms)
     if resolution.error:
         return ResolvedArguments(arguments=dict(resolution.arguments), outcome="invalid", error=resolution.error,
                                  error_code=resolution.error_code or "invalid_arguments",

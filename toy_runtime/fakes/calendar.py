@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -63,7 +64,7 @@ class MemoryCalendarStore:
 
     # -- ReminderStore ----------------------------------------------------------------------------------------------
 
-    def _active(self) -> list[ScheduleEntry]:
+    def _active(self) -> builtins.list[ScheduleEntry]:
         return [e for e in self._entries.values() if e.status == "active"]
 
     def _last_fired(self, entry_id: str) -> datetime | None:

@@ -42,7 +42,7 @@ def confirmation(arguments: Mapping[str, Any], result: Mapping[str, Any]) -> str
     """
     title = second_person(str(arguments.get("title") or result.get("title") or ""))
     when = datetime.fromisoformat(str(arguments.get("start_at") or result["start_at"]))
-    recurrence = arguments.get("recurrence") or result.get("recurrence")
+    recurrence: Any = arguments.get("recurrence") or result.get("recurrence")
     frequency = recurrence.get("frequency") if recurrence else None
     if has_cjk(title) or result.get("locale") == "zh":
         day = f"{when.month}月{when.day}日"

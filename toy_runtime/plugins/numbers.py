@@ -63,6 +63,7 @@ def _en_below_100(words: list[str], i: int) -> tuple[int | None, int]:
 
 def _parse_en_prefix(words: list[str]) -> tuple[int | None, int]:
     """Longest valid English number at the start of `words`: (value, words consumed)."""
+    head: int | None
     if len(words) >= 2 and words[0] == "a" and words[1] == "hundred":
         head, i = 1, 1
     else:

@@ -155,6 +155,7 @@ def parse_when(text: str, now: datetime, tz: str, *, weekdays: Collection[int] |
         when = (now.astimezone(UTC) + timedelta(minutes=scan.duration_min)).astimezone(zone)
         return TimeMatch(when=when.replace(microsecond=0), spans=spans)
 
+    hour: int | None
     if scan.clock is not None:
         hour, minute, meridiem = scan.clock
         hour = hour24(hour, minute, meridiem, scan.daypart)

@@ -151,6 +151,7 @@ class Scan:
 
 def scan_text(s: str, today: date) -> Scan:
     scan = Scan()
+    amount: float | None
     # -- durations -------------------------------------------------------------------------------
     for m in _EN_REL.finditer(s):
         unit = _EN_UNIT_MINUTES[m.group("u").lower().rstrip("s")]
@@ -212,6 +213,7 @@ def scan_text(s: str, today: date) -> Scan:
         scan.weekdays.add(_ZH_WEEKDAY[m.group("wd")])
         _set_week(scan, 1 if q.startswith("下") else 0 if q else None)
         scan.add(m, day_word=True)
+    month: int | None
     for pattern in (_EN_DATE_MD, _EN_DATE_DM):
         for m in pattern.finditer(s):
             month = _MONTHS[m.group("mon").lower()[:3]]
@@ -331,7 +333,7 @@ def _set_date(scan: Scan, value: date | None) -> None:
 
 
 def _zero_padded(token: str | None) -> bool:
-    return bool(token) and len(token) == 2 and token.startswith("0")
+    return token is not None and len(token) == 2 and token.startswith("0")
 
 
 def _set_clock(scan: Scan, clock: tuple[int, int, str | None]) -> None:
