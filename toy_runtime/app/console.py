@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import TextIO
+from typing import TextIO, cast
 
 from .firmware import start_link
 from .runtime import build_console, build_runtime
@@ -96,7 +96,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             publish(SessionState.THINKING)
             async for item in runner.run(event):
                 if isinstance(item, Speech) and runtime.signals.last.get(StateSignal) is not None \
-                        and runtime.signals.last[StateSignal].state is not SessionState.SPEAKING:
+                        and cast(StateSignal, runtime.signals.last[StateSignal]).state is not SessionState.SPEAKING:
                     publish(SessionState.SPEAKING)
                 out = render(item, json_lines)
                 if out is not None:

@@ -14,10 +14,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO, cast
 
 from ..config import Settings, with_updates
 from .demo_script import DEFAULT_SCRIPT, Line, Verdict, as_lines, judge
+
+if TYPE_CHECKING:
+    from ..ports.audio import AudioSource
 
 __all__ = ["DEFAULT_SCRIPT", "run_demo", "summary", "synthesize_script"]
 
@@ -108,8 +111,9 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
         write_wav(out_dir / f"child-{i}.wav", pcm, 16000)
     mic = GatedMicrophone(utterances, frame_ms=settings.audio.frame_ms)
     console = build_console(settings, "demo")  # None unless --web / [web] listen
-    listener = Listener(console.metered(mic) if console else mic, vad, recognizer, endpointer_config(settings),
-                        early_final_ms=settings.asr.early_final_ms, turn_end=turn_end_policy(settings))
+    listener = Listener(cast("AudioSource", console.metered(mic) if console else mic), vad, recognizer,
+                        endpointer_config(settings), early_final_ms=settings.asr.early_final_ms,
+                        turn_end=turn_end_policy(settings))
     runtime = build_runtime(settings, audit_tap=console.audit_tap if console else None)
     if console is not None:
         console.attach(runtime)

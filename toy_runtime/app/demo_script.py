@@ -38,7 +38,8 @@ class TurnView:
 class Expectation(Protocol):
     """A check of one turn; `check` returns None when it was met, else why not (one short clause)."""
 
-    description: str
+    @property
+    def description(self) -> str: ...
 
     def check(self, turn: TurnView) -> str | None: ...
 

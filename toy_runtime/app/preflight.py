@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, cast
 
 from ..config import ConfigError, Settings
 from .disk_space import LOW_SPACE_BYTES, free_bytes, human_bytes, probe_write, unwritable
@@ -142,7 +143,8 @@ def check_event_names(settings: Settings) -> None:
     from ..plugins import PluginPorts, default_registry
 
     # no ports at all: only the names are read, no handler ever runs
-    known = default_registry(PluginPorts(session=None, mixer=None, calendar=None, search=None)).names
+    known = default_registry(PluginPorts(session=cast(Any, None), mixer=cast(Any, None), calendar=cast(Any, None),
+                                         search=None)).names
     for key, names in (("events.enabled", settings.events.enabled or ()),
                        ("mqtt.remote_capabilities", settings.mqtt.remote_capabilities)):
         for name in names:

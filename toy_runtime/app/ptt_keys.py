@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from typing import AsyncIterator, Awaitable, Callable, TextIO
+from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, TextIO, cast
 
 __all__ = ["HoldToTalk", "drive_push_to_talk", "key_presses", "keys_are_live"]
 
@@ -181,5 +181,5 @@ async def drive_push_to_talk(keys: AsyncIterator[str | None], talk: Callable[[bo
             next_key.cancel()
             await asyncio.gather(next_key, return_exceptions=True)
         with contextlib.suppress(Exception):
-            await iterator.aclose()
+            await cast("AsyncGenerator[str | None, None]", iterator).aclose()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
@@ -206,7 +206,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
         from ..agent.llm import ChatClient
 
         llm = settings.llm
-        chat_client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
+        chat_client = ChatClient(base_url=cast(str, llm.base_url),  # set: that is what llm_online means
+                                 api_key=llm.api_key.get_secret_value() if llm.api_key else None,
                                  connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
                                  first_token_timeout_s=llm.first_token_timeout_s,
                                  include_usage=llm.include_usage)

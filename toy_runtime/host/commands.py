@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Mapping
+from typing import Any, Awaitable, Callable, Literal, Mapping, cast
 
-from ..events import AuditKind, EventKernel, EventRequest, ResolveContext, SourceProtocol
+from ..events import AuditKind, EventDefinition, EventKernel, EventRequest, ResolveContext, SourceProtocol
 from .envelope import Binding, HostEvent
 
 __all__ = ["CommandReply", "CommandRunner", "HostAction", "ReplyChannel"]
@@ -80,6 +80,7 @@ class CommandRunner:
         definition = None if name in self.host_actions else self.kernel.registry.lookup(name)
         granted = name in binding.capabilities and (name in self.host_actions or definition is not None)
         envelope = self._envelope(event, binding)
+        kernel_event = cast(EventDefinition, definition)  # not None where used: granted and not a host action
         if not granted:
             self._record(True, name=name, command_id=command_id, **envelope)
             reply = CommandReply(command_id, "refused", name=name, error_code="capability_not_granted",
@@ -90,15 +91,15 @@ class CommandRunner:
                 await outcome
             self._record(False, name=name, command_id=command_id, status="done", **envelope)
             reply = CommandReply(command_id, "ok", name=name)
-        elif problems := self._argument_problems(definition.name, event.input.data.get("arguments") or {}):
+        elif problems := self._argument_problems(kernel_event.name, event.input.data.get("arguments") or {}):
             # The schema answers first: bad arguments never reach a resolver's guesses or the EventAgent (a paid
             # model call a stranger on the broker could otherwise trigger at will).
-            self._record(True, name=definition.name, command_id=command_id, reason="invalid_arguments",
+            self._record(True, name=kernel_event.name, command_id=command_id, reason="invalid_arguments",
                          errors=[_clip(problem, 200) for problem in problems[:5]], **envelope)
-            reply = CommandReply(command_id, "invalid", name=definition.name, error_code="invalid_arguments",
+            reply = CommandReply(command_id, "invalid", name=kernel_event.name, error_code="invalid_arguments",
                                  error_message=_clip("; ".join(problems), MAX_ERROR_CHARS))
         else:
-            reply = await self._run_event(event, definition.name, command_id, envelope)
+            reply = await self._run_event(event, kernel_event.name, command_id, envelope)
         await self._deliver(event, reply)
         return reply
 

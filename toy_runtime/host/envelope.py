@@ -95,7 +95,7 @@ def message_event(text: str, *, source: str = "console", conversation_id: str | 
     """A `message.received` envelope for one user utterance."""
     return HostEvent(
         event_type=EventType.MESSAGE_RECEIVED,
-        source=EventSource(kind=source),  # type: ignore[arg-type]
+        source=EventSource(kind=source),
         conversation_id=conversation_id,
         actor=ActorRef(kind="user"),
         subject=SubjectRef(kind="message"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence, cast
 from zoneinfo import ZoneInfo
 
 from ..agent.chat_agent import ChatAgent, Detected, ReplyRecord, Segment
@@ -171,9 +171,9 @@ class TurnRunner:
                 self.gate.answer(context, run, turn_id, say, self.config.offline_line_for(context.locale))
             else:
                 try:
-                    if await self._model_or_gate(first, text, turn_id, run, record, say, spoken, context,
-                                                 since_speech_s):
-                        path, fault = "gate", first.fault
+                    if await self._model_or_gate(cast(CallStats, first), text, turn_id, run, record, say, spoken,
+                                                 context, since_speech_s):
+                        path, fault = "gate", cast(CallStats, first).fault
                     # the model asked for something that cannot run: the child's clear words still count
                     elif unrun := list(run.dropped) + record.unrun_events:
                         self.audit.record(AuditKind.TURN_NOT_RUN, turn_id=turn_id, names=unrun)
@@ -258,10 +258,10 @@ class TurnRunner:
             return False
         task = asyncio.ensure_future(answer)
         task.set_name(f"turn:{turn_id}:model-or-gate")
-        client = self.chat.client
+        client = cast(ChatAgent, self.chat).client
         try:
             while True:
-                left = stats.started + budget - time.perf_counter()
+                left = stats.started + cast(float, budget) - time.perf_counter()
                 # left ≤ 0 only while the SDK is still being imported: the model has not been asked yet, look again
                 # a budget later (when the import ends, `stats.started` moves to the request)
                 done, _ = await asyncio.wait({task}, timeout=left if left > 0 else budget)
@@ -273,7 +273,7 @@ class TurnRunner:
                     watching = False  # the model is answering: the usual cue and deadline apply
                     await task
                     return False
-                if getattr(client, "ready", True) and time.perf_counter() >= stats.started + budget:
+                if getattr(client, "ready", True) and time.perf_counter() >= stats.started + cast(float, budget):
                     break
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -311,7 +311,7 @@ class TurnRunner:
     def _first_messages(self, text: str) -> list[dict[str, Any]]:
         """The first answer's request messages for the child's `text` (a speculation sends the very same)."""
         # the language note right before the child's words: close to the end, where a small model follows it
-        return self.chat.system_messages(events=True) + self.conversation.messages + [
+        return cast(ChatAgent, self.chat).system_messages(events=True) + self.conversation.messages + [
             {"role": "system", "content": language_note(guess_locale(text))}, {"role": "user", "content": text}]
 
     async def speculate(self, text: str) -> bool:
@@ -337,7 +337,7 @@ class TurnRunner:
         return self.chat is not None and await self.chat.client.cancel_prefetch(reason)
 
     async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
-        chat = self.chat
+        chat = cast(ChatAgent, self.chat)
         messages = self._first_messages(text)
         adopted = False
         async for item in chat.stream(stats, messages, record, turn_id=turn_id, allow_events=True,
@@ -361,7 +361,7 @@ class TurnRunner:
         Results reach it as quoted, untrusted evidence (prompts.results_message / FOLLOW_UP_TOOL_NOTE) and stay out
         of the visible history: only what the toy said is remembered.
         """
-        chat = self.chat
+        chat = cast(ChatAgent, self.chat)
         definitions = self.kernel.definitions
         follow = outcome.continuation.follow_up
         compact = compact_results(follow, definitions)

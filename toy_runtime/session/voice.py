@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, SpeechStart, Utterance,
                               UtteranceDiscarded)
@@ -265,18 +265,19 @@ class VoiceLoop:
         trails off: the child is probably going on)."""
         if (self.speculate and early.turn_class != "unfinished" and early.text
                 and early.wait_ms - early.silent_ms >= SPECULATE_MIN_WAIT_MS):
-            await self.runner.speculate(early.text)
+            await cast(TurnRunner, self.runner).speculate(early.text)
 
     async def _announce(self, text: str) -> bool:
         """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex; once spoken it is part of
         the session's conversation, so the child's reply to it is answered in context."""
         self._pause()
-        speaker = TurnSpeaker(self.synthesizer, self.sink, f"announce{self.sessions}", clock=self.clock)
+        speaker = TurnSpeaker(self.synthesizer, cast(AudioSink, self.sink), f"announce{self.sessions}",
+                              clock=self.clock)
         try:
             self._set_state(SessionState.SPEAKING)
             await speaker.say(Speech(answer=1, text=text, kind="announcement"))
             await speaker.finish()
-            self.runner.conversation.add_announcement(text)
+            cast(TurnRunner, self.runner).conversation.add_announcement(text)
             return True
         except asyncio.CancelledError:
             await speaker.cancel()
@@ -299,11 +300,12 @@ class VoiceLoop:
             self.on_item(utterance)
         if not self.barge_in:
             self._pause()
-        speaker = TurnSpeaker(self.synthesizer, self.sink, f"{self.runner.conversation.session_id}.u{self._turns}",
+        speaker = TurnSpeaker(self.synthesizer, cast(AudioSink, self.sink),
+                              f"{cast(TurnRunner, self.runner).conversation.session_id}.u{self._turns}",
                               clock=self.clock)
         driver = asyncio.create_task(self._drive(utterance.text, speaker, record, since_speech_s=handoff - end_of_speech),
                                      name=f"voice:turn{self._turns}")
-        interrupted_by: Inbox | None = None
+        interrupted_by: SpeechStart | Utterance | None = None
         try:
             if not self.barge_in:
                 try:
@@ -321,7 +323,7 @@ class VoiceLoop:
                     await asyncio.gather(driver, return_exceptions=True)
                     heard = [s for s in speaker.heard(stopped_at) if s.kind != "holding"]
                     if heard:  # nothing heard: nothing recorded (the roles keep alternating; the next words follow)
-                        self.runner.remember_interrupted(utterance.text, heard)
+                        cast(TurnRunner, self.runner).remember_interrupted(utterance.text, heard)
                     record.heard = [s.text for s in heard]
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
@@ -338,9 +340,9 @@ class VoiceLoop:
             self._finish_record(record, speaker)
         return ("terminated" if record.terminated else "answered"), interrupted_by
 
-    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task) -> Inbox | None:
+    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task) -> SpeechStart | Utterance | None:
         """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it."""
-        pending_utterance: Inbox | None = None
+        pending_utterance: SpeechStart | Utterance | None = None
         ignoring = False  # a speech start that was the toy's own voice: its utterance is not the child's either
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
@@ -378,8 +380,9 @@ class VoiceLoop:
         first_speech = True
         try:
             # the holding cue and the turn deadline count from the end of the child's speech, not from here
-            event = message_event(text, source="microphone", conversation_id=self.runner.conversation.session_id)
-            async for item in self.runner.run(event, since_speech_s=max(since_speech_s, 0.0)):
+            event = message_event(text, source="microphone",
+                                  conversation_id=cast(TurnRunner, self.runner).conversation.session_id)
+            async for item in cast(TurnRunner, self.runner).run(event, since_speech_s=max(since_speech_s, 0.0)):
                 if self.on_item is not None:
                     self.on_item(item)
                 if isinstance(item, Speech):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO, cast
 
 from ..config import Settings
 from ..events import AuditKind
@@ -23,6 +23,9 @@ from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides, bind_console
 from .hub import ConsoleHub
 from .tap import AuditTap, MeteredSource, SpeechTap, cancel_quietly, pump_signals
+
+if TYPE_CHECKING:
+    from .server import ConsoleServer  # aiohttp: imported when the console starts
 
 __all__ = ["WebConsole"]
 
@@ -38,9 +41,9 @@ class WebConsole:
         self.hub = ConsoleHub()
         self.speech = SpeechTap(self.hub)
         self.audit_tap = AuditTap(self.hub, self.speech)
-        self.runtime = None
+        self.runtime: Any = None  # app.runtime.Runtime (a floor above this one)
         self.overrides: TurnOverrides | None = None
-        self.server = None
+        self.server: ConsoleServer | None = None
         self._link = None
         self._tasks: list[asyncio.Task] = []
 
@@ -74,11 +77,11 @@ class WebConsole:
 
         runtime = self.runtime
         settings = self.settings
-        host, port = parse_listen(settings.web.listen)
+        host, port = parse_listen(cast(str, settings.web.listen))  # set: a console is built only then
         token = settings.web.token.get_secret_value() if settings.web.token else None
         self.hub.bind_loop(asyncio.get_running_loop())
         bind_console(runtime.router, runtime, end_session=end_session)  # the volume and the end take the router
-        controls = Controls(runtime, self.overrides, send_message=send_message)
+        controls = Controls(runtime, cast(TurnOverrides, self.overrides), send_message=send_message)
         from ..metrics.turns import TEXT_STAGES, VOICE_STAGES
 
         mixer = await runtime.mixer.get()
@@ -86,7 +89,7 @@ class WebConsole:
         self.hub.status.update({
             "command": self.command, "state": "idle", "session_id": None,
             "volume": {"level": mixer.level, "muted": mixer.muted},
-            "overrides": self.overrides.describe(), "can_message": send_message is not None,
+            "overrides": cast(TurnOverrides, self.overrides).describe(), "can_message": send_message is not None,
             "stages": {"voice": VOICE_STAGES, "text": TEXT_STAGES},  # the waterfall's labels, as in `report`
             # the broker's address and device only: never the username or password
             "mqtt": {"configured": bool(mqtt.url), "url": mqtt.url, "device_id": mqtt.device_id,

@@ -21,7 +21,7 @@ import logging
 import socket
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 from .log_budget import LogBudget
 
@@ -134,7 +134,8 @@ class ConsoleListener:
                     self.out_of_descriptors += 1
                     freed = self._evict(FREE_ON_EMFILE)
                 backoff = min(max(backoff * 2, 0.05), MAX_BACKOFF_S)
-                self._say(f"console: cannot accept a connection ({errno.errorcode.get(exc.errno, exc.errno)}: "
+                self._say(f"console: cannot accept a connection "
+                          f"({errno.errorcode.get(cast(int, exc.errno), exc.errno)}: "
                           f"{exc.strerror}); closed {freed} unauthenticated, pausing up to {MAX_BACKOFF_S:g} s")
                 await asyncio.sleep(backoff)
                 continue
@@ -158,7 +159,7 @@ class ConsoleListener:
     def _evict(self, how_many: int) -> int:
         """Close up to `how_many` untrusted connections, the least proven and oldest first; how many were closed."""
         ranked = sorted((c for c in self._open.values() if c.eviction_rank() is not None),
-                        key=_Connection.eviction_rank)[:how_many]
+                        key=cast("Callable[[_Connection], tuple[int, float]]", _Connection.eviction_rank))[:how_many]
         for connection in ranked:
             connection.transport.abort()  # no lingering: the descriptor is what we need back
             del self._open[connection.transport]

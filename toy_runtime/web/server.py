@@ -19,7 +19,7 @@ import hmac
 import json
 import logging
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -79,7 +79,7 @@ class ConsoleServer:
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0,
                                      keepalive_timeout=self.header_timeout_s)
         await self._runner.setup()
-        self.listener = ConsoleListener(self._runner.server, host=self.host, port=self.port,
+        self.listener = ConsoleListener(cast(web.Server, self._runner.server), host=self.host, port=self.port,
                                         max_connections=self.max_connections)
         try:
             await self.listener.start()
