@@ -118,7 +118,7 @@ def _voice_turn(record: Mapping[str, Any]) -> Turn:
         # The audit redaction masks keys that contain "token" ("first_token": "***"); the turn is handed to the
         # agent right after the ASR final, so ASR final + provider TTFT is the first token to within a loop hop.
         turn.milestones["first_token"] = round(turn.milestones["asr_final"] + turn.ttft_ms, 1)
-    statuses = {}
+    statuses: dict[str, str | None] = {}
     for item in record.get("events") or ():
         if isinstance(item, Mapping) and isinstance(item.get("name"), str):
             statuses.setdefault(item["name"], _str(item.get("status")))

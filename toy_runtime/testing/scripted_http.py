@@ -12,10 +12,14 @@ import selectors
 import socket
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .scripted_reply import REJECTIONS
 from .scripted_wire import Plan
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Mapping
 
 __all__ = ["ScriptedHTTPServer", "ScriptedHandler"]
 
