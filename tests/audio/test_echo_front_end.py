@@ -84,6 +84,7 @@ def test_silence_the_speaker_played_while_it_ran_dry_is_put_into_the_timeline():
     got = samples(ref.take(100.1, 480))
     assert not got.any()  # the 30 ms of silence the device played
     assert samples(ref.take(100.13, 160))[0] == 1600 and ref.underflow_gaps == 1 and ref.resyncs == 0
+    assert list(ref.gap_ms) == [30.0]
 
 
 def test_a_capture_gap_moves_the_read_position():

@@ -57,6 +57,7 @@ class EchoReference:
         self.read_resyncs = 0  # times the capture side's read position jumped
         self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
         self.underflow_gaps = 0  # silences the device played while it ran dry, put into the timeline
+        self.gap_ms: deque[float] = deque(maxlen=32)  # …and how long each was (ms): a diagnostic for the benches
         self._next_sample: int | None = None  # the capture index the next frame should start at (None: not known)
         self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
 
@@ -162,6 +163,7 @@ class EchoReference:
             if 0 < gap < self._keep:
                 self._ring = np.concatenate([self._ring, np.zeros(gap, dtype=np.int16)])
                 self.underflow_gaps += 1
+                self.gap_ms.append(round(gap * 1000 / self.sample_rate_hz, 1))
                 end = self.end_s
         if end is None or abs(at - end - self._write_drift) > self._resync_s:
             if end is not None:

@@ -102,6 +102,7 @@ class EarsResult:
     gated_frames: int = 0
     resyncs: int = 0
     capture_gaps: int = 0  # audio lost before the canceller (device overflows, queue drops), skipped in the render
+    underflow_gap_ms: list[float] = field(default_factory=list)  # each underrun's silence placed in the render
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -282,7 +283,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(spoke - t0[0], stopped - t0[0]) for spoke, stopped in stops] if t0 else [],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
-        own_voice_checks=checks, capture_gaps=reference.capture_gaps)
+        own_voice_checks=checks, capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -414,6 +415,7 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "gated_frames": result.gated_frames,
         "resyncs": result.resyncs,
         "capture_gaps": result.capture_gaps,
+        "underflow_gap_ms": result.underflow_gap_ms,
         "speaker_underruns": result.underruns,
         "underflow_gaps": result.underflow_gaps,
         **words,
