@@ -14,7 +14,8 @@ from toy_runtime.audio.turn_end import TurnEndPolicy, classify
 from toy_runtime.fakes.audio import ListSource, ScriptedASR, ScriptedVAD
 
 
-@pytest.mark.parametrize("text", ["Turn it down.", "What time is it?", "Goodbye!", "你叫什么名字?", "我饿了",
+@pytest.mark.parametrize("text", ["Turn it down.", "What time is it?", "Goodbye!", "Set the volume to 30.",
+                                  "Remind me at 8:00.", "你叫什么名字?", "我饿了",
                                   "你会唱月亮的歌吗", "I do.", "Yes I can."])
 def test_finished_sentences_are_complete(text):
     assert classify(text) == "complete"

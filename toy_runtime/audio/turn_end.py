@@ -60,7 +60,7 @@ _ZH_SHORT = 6  # characters: "你能告诉我" waits, "明天早上八点提醒�
 _ZH_FINAL_PARTICLES = ("吗", "呢", "吧", "了", "啊", "呀", "嘛", "哦")
 _COMPLETE_MARKS = (".", "?", "!", "。", "？", "！")
 _UNFINISHED_MARKS = ("...", "…", ",", "，", "、", "-", "—", ":", "：")
-_WORD = re.compile(r"[a-z']+")
+_WORD = re.compile(r"[a-z0-9']+")  # digits too: "Set the volume to 30." ends on "30", not on "to"
 
 
 def classify(text: str) -> TurnClass:

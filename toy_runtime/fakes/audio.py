@@ -176,11 +176,12 @@ class GatedMicrophone:
     """A file-backed AudioSource that plays one utterance, then waits until the runtime answered it.
 
     Like a child who waits for the toy to finish before speaking again; the audio still goes through the real
-    frame → VAD → endpointer → ASR path.
+    frame → VAD → endpointer → ASR path. The silence after each utterance outlasts the longest end-of-turn wait
+    ([vad] unfinished_ms, 1,200 ms): a line the toy takes for unfinished still ends.
     """
 
     def __init__(self, utterances: Sequence[bytes], *, sample_rate_hz: int = 16000, frame_ms: int = 20,
-                 lead_silence_ms: int = 300, tail_silence_ms: int = 900) -> None:
+                 lead_silence_ms: int = 300, tail_silence_ms: int = 1500) -> None:
         self.sample_rate_hz = sample_rate_hz
         self.frame_ms = frame_ms
         self._utterances = list(utterances)
