@@ -123,3 +123,17 @@ async def shoot(mic, speaker, burst: np.ndarray, *, lead_s: float = 0.4, tail_s:
     before = FrameTape.pcm([f for f in frames[5:] if f.end_s < written_at])  # skip stream start-up
     return Shot(burst_dbfs=dbfs(pcm[index : index + len(burst)]), floor_dbfs=dbfs(before),
                 latency_ms=(heard_at - written_at) * 1000.0, peak_ratio=ratio, captured_s=len(pcm) / rate)
+
+
+async def stop_runtime(proc) -> None:
+    """Stop a `toy-runtime` child as systemd would: SIGTERM, 20 s to finish, then SIGKILL."""
+    import asyncio
+    import signal
+
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()

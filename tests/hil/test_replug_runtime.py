@@ -14,13 +14,13 @@ entry points at a sink that never comes back.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.hil.probe import stop_runtime
 from tests.hil.test_spoken_turn import wait_for_record
 from tests.service.conftest import listening_notify_socket
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
@@ -137,13 +137,7 @@ async def test_a_replugged_mic_is_found_by_name_and_a_missing_one_stops_the_watc
         finally:
             if rig._unplugged:
                 rig.replug()
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.wait(), 20)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+            await stop_runtime(proc)
             if usb.modules:
                 usb.unplug()
     assert proc.returncode == 0, log.read_text()[-3000:]

@@ -5,12 +5,12 @@ with, through the real VAD, Whisper and endpointer."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 
 import numpy as np
 import pytest
 
+from tests.hil.probe import stop_runtime
 from tests.hil.test_spoken_turn import wait_for_record
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records, child_env
@@ -46,17 +46,14 @@ async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp
             turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
             await asyncio.sleep(1.5)  # time for a second turn, if the first had been cut
         finally:
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.wait(), 20)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+            await stop_runtime(proc)
     assert proc.returncode == 0, log.read_text()[-3000:]
     turns = audit_records(audit, "voice.turn")
     assert len(turns) == 1, [t["text"] for t in turns]
     words = turn["text"].lower()
     assert "tell me" in words and "sky" in words, turn["text"]
     assert turn["turn_end"] in ("complete", "unsure"), turn  # ended by what it said, not by a cut
-    assert len(asked) == 1, asked
+    # one answer, to the whole sentence; any earlier request was a speculation the child went on from, cancelled
+    assert asked[-1] == turn["text"], (asked, turn["text"])
+    cancelled = [r for r in audit_records(audit, "llm.speculation") if r["outcome"] == "cancelled"]
+    assert len(cancelled) == len(asked) - 1, (asked, cancelled)
