@@ -54,6 +54,7 @@ class EchoReference:
         self._write_drift = 0.0  # smoothed (DAC time − position by sample count), seconds
         self.blocks = 0  # blocks the speaker reported (the reference is fed)
         self.resyncs = 0  # times the speaker's timeline was re-anchored
+        self.anchors = 0  # times it was anchored at all: its first block, and every re-anchor
         self.read_resyncs = 0  # times the capture side's read position jumped
         self._speaker_restarted = False  # the speaker side was (re)anchored: the capture side follows
         self.underflow_gaps = 0  # silences the device played while it ran dry, put into the timeline
@@ -166,6 +167,7 @@ class EchoReference:
                 self.gap_ms.append(round(gap * 1000 / self.sample_rate_hz, 1))
                 end = self.end_s
         if end is None or abs(at - end - self._write_drift) > self._resync_s:
+            self.anchors += 1  # the speaker's timeline (re)starts here: the canceller has an echo path to learn
             if end is not None:
                 self.resyncs += 1
             self._write_drift = 0.0

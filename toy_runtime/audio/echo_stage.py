@@ -95,7 +95,9 @@ class EchoCancelledSource(WrappedSource):
         self._history_render: deque[bytes] = deque(maxlen=80)
         self._history_out: deque[bytes] = deque(maxlen=80)
         # A jump in the render's timeline (a speaker underrun's silence placed by its DAC time, a re-anchor, lost
-        # capture) moves the echo against its reference: AEC3 re-learns it in 1-2 s and leaks meanwhile. On the busy
+        # capture) moves the echo against its reference: AEC3 re-learns it in 1-2 s and leaks meanwhile; so does
+        # the very first render, before AEC3 has learnt the path at all (the first answer of `run` interrupted
+        # itself 2 times in 8 on a quiet rig, "It is…", stop 73 ms). On the busy
         # rig every false barge-in left came within a second of one (docs/benchmarks.md, "Ears"): the own-voice
         # check is stricter until `disturbed_s` after the last one.
         self.disturbed_s = 2.5
@@ -132,16 +134,16 @@ class EchoCancelledSource(WrappedSource):
                     out_ms = 0.0
                     self.gated += 1
             self.stats.add(raw_ms, out_ms, ref_ms)
-            ref = self.reference
-            disturbances = ref.underflow_gaps + ref.resyncs + ref.read_resyncs + ref.capture_gaps
-            if disturbances != self._disturbances:
-                self._disturbances = disturbances
-                self._disturbed_until = frame.timestamp_s + self.disturbed_s
             self._history_render.append(render)
             self._history_out.append(cleaned)
             out += cleaned
             if for_asr is not None:
                 for_asr += echo_free
+        ref = self.reference  # once per frame, not per 10 ms piece: this runs on the loop for every frame
+        disturbances = ref.underflow_gaps + ref.anchors + ref.read_resyncs + ref.capture_gaps
+        if disturbances != self._disturbances:
+            self._disturbances = disturbances
+            self._disturbed_until = frame.timestamp_s + self.disturbed_s
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s,
                           bytes(for_asr) if for_asr is not None else None)
 
