@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -192,7 +192,8 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     playing: list[bool] = [False]
     stops: list[tuple[float, float]] = []  # (speech start, capture time; playback stopped, monotonic)
     flushing: list[asyncio.Task] = []
-    checks: list[tuple[float, float, bool]] = []  # (speech start in capture seconds, own-voice likeness, ignored)
+    checks: list[tuple[float, float, bool]] = []  # (speech start, capture time; own-voice likeness; ignored)
+    stamps: list[float] = []  # each frame's capture timestamp, in order: the map onto the sample-count timeline
 
     async def barge_in(spoke_at: float) -> None:
         await sink.flush()  # what the voice loop does (session/voice.py): the answer stops within one block
@@ -205,7 +206,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         # the voice loop's own check (session/voice.py): does it sound like the toy itself?
         try:
             verdict = await own_voice.judge()
-            checks.append((spoke_at - (t0[0] if t0 else 0.0), verdict.score, verdict.own_voice))
+            checks.append((spoke_at, verdict.score, verdict.own_voice))
             if p.barge_in and not verdict.own_voice and not flushing:
                 flushing.append(asyncio.create_task(barge_in(spoke_at), name="bench-ears:barge-in"))
         finally:
@@ -216,6 +217,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         async for frame in mic:
             if not t0:
                 t0.append(frame.timestamp_s)
+            stamps.append(frame.timestamp_s)
             started = time.process_time()
             out = stage.clean(frame)
             cpu += time.process_time() - started
@@ -275,17 +277,39 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         await sink.aclose()
         await mic.aclose()
     clips = [c for pair in zip(over, after) for c in pair if c is not None]
+    on_count = _sample_timeline(stamps, 0.02)
     result = EarsResult(
         raw=np.frombuffer(b"".join(raw), np.int16), clean=np.frombuffer(b"".join(clean), np.int16),
         ref=np.frombuffer(b"".join(refs), np.int16), cancelled=np.frombuffer(b"".join(cancelled), np.int16),
         clips=clips,
         first_answer_s=(first_answer[0] - t0[0]) if first_answer and t0 else None,
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
-        stops=[(spoke - t0[0], stopped - t0[0]) for spoke, stopped in stops] if t0 else [],
+        stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
-        own_voice_checks=checks, capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
+        own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
+
+
+def _sample_timeline(stamps: list[float], frame_s: float) -> Callable[[float], float]:
+    """Capture (monotonic) time → seconds into the capture by its sample count, the timeline the analysis, the
+    clips and the .npz use. The two drift apart (0.28 ms/s on the virtual card): matched on timestamps, a live
+    check 100 s in was 30 ms off the speech start found in the samples, 110 ms off by 375 s, and the report
+    counted starts the check had ignored as false barge-ins, and read stop latencies up to 110 ms short.
+    Past the last frame (a flush that ended after it), the last frame's offset holds."""
+    if not stamps:
+        return lambda t: t
+    times = np.asarray(stamps)
+    counts = np.arange(len(stamps)) * frame_s
+
+    def on_count(t: float) -> float:
+        if t >= times[-1]:
+            return float(counts[-1] + (t - times[-1]))
+        if t <= times[0]:
+            return float(t - times[0])
+        return float(np.interp(t, times, counts))
+
+    return on_count
 
 
 def _output_latency_ms(sink: Any) -> float:
