@@ -61,6 +61,7 @@ class EchoReference:
         self.gap_ms: deque[float] = deque(maxlen=32)  # …and how long each was (ms): a diagnostic for the benches
         self._next_sample: int | None = None  # the capture index the next frame should start at (None: not known)
         self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
+        self.nudges = 0  # times the read position was moved to keep the echo's measured delay (nudge())
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
@@ -118,6 +119,16 @@ class EchoReference:
         if hi > lo:
             out[lo - first : hi - first] = self._ring[lo:hi]
         return out.tobytes()
+
+    def nudge(self, samples: int) -> None:
+        """Hand out the render `samples` later from now on (earlier if negative): the echo was measured that much
+        later behind its reference than before (audio/echo_delay.py), and the canceller learnt the old relation.
+        The drift being watched moves with it, so a nudge is never taken for a gap."""
+        if self._read_s is None or not samples or abs(samples) >= self._keep:
+            return
+        self._read_s -= samples / self.sample_rate_hz
+        self._read_drift += samples / self.sample_rate_hz
+        self.nudges += 1
 
     @property
     def end_s(self) -> float | None:

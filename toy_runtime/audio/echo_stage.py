@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ports.audio import AudioFrame, AudioSource
 from ..ports.echo import FRAME_MS, EchoCanceller
+from .echo_delay import EchoDelayMonitor
 from .echo_reference import EchoReference
 from .wrapped_source import WrappedSource
 
@@ -63,7 +64,7 @@ class EchoCancelledSource(WrappedSource):
 
     def __init__(self, source: AudioSource, canceller: EchoCanceller, reference: EchoReference, *,
                  suppressor: EchoCanceller | None = None, residual_floor_dbfs: float = -50.0,
-                 residual_drop_db: float = 28.0) -> None:
+                 residual_drop_db: float = 28.0, hold_delay: bool = True) -> None:
         if canceller.sample_rate_hz != source.sample_rate_hz or reference.sample_rate_hz != source.sample_rate_hz:
             raise ValueError("the canceller, its reference and the microphone must share one sample rate")
         if suppressor is not None and suppressor.sample_rate_hz != source.sample_rate_hz:
@@ -104,6 +105,8 @@ class EchoCancelledSource(WrappedSource):
         self._disturbances = 0
         self._disturbed_until = float("-inf")
         self._now = float("-inf")  # the capture time of the last frame cleaned
+        # the echo's delay behind the render, measured and held where the canceller learnt it (audio/echo_delay.py)
+        self.delay_monitor = EchoDelayMonitor(self.sample_rate_hz) if hold_delay and canceller.cancels_echo else None
 
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
@@ -122,6 +125,8 @@ class EchoCancelledSource(WrappedSource):
             render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n,
                                          None if frame.first_sample is None else frame.first_sample + i // 2)
             echo_free = self.canceller.process(capture, render)
+            if self.delay_monitor is not None and (shift := self.delay_monitor.add(capture, render)):
+                self.reference.nudge(shift)
             cleaned = echo_free if self.suppressor is None else self.suppressor.process(echo_free, self._silence)
             # each level once per piece: this runs on the loop for every 10 ms of audio
             raw_ms = _mean_square(np.frombuffer(capture, np.int16))
@@ -140,7 +145,7 @@ class EchoCancelledSource(WrappedSource):
             if for_asr is not None:
                 for_asr += echo_free
         ref = self.reference  # once per frame, not per 10 ms piece: this runs on the loop for every frame
-        disturbances = ref.underflow_gaps + ref.anchors + ref.read_resyncs + ref.capture_gaps
+        disturbances = ref.underflow_gaps + ref.anchors + ref.read_resyncs + ref.capture_gaps + ref.nudges
         if disturbances != self._disturbances:
             self._disturbances = disturbances
             self._disturbed_until = frame.timestamp_s + self.disturbed_s
