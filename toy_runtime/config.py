@@ -247,7 +247,8 @@ class EarsConfig(Section):
     wake_word_model: str = Field(
         "okay_nabu", description="with [session] trigger = \"wake_word\": a model in pymicro-wakeword (okay_nabu, "
         "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")
-    wake_word_cutoff: float | None = Field(None, gt=0, lt=1, description="detection threshold; None = the model's")
+    wake_word_cutoff: float | None = Field(None, gt=0, lt=1, description="detection threshold; None = the one "
+                                            "measured here for a builtin model (okay_nabu 0.5), else the model's own")
     earcon: bool = Field(True, description="a short rising tone when the wake word is heard: the child knows "
                          "the toy is listening")
 

@@ -106,3 +106,17 @@ def test_the_reference_is_nudged_back_and_the_canceller_cancels_again():
             assert stage.delay_monitor is not None and stage.delay_monitor.delay_samples == 0
         else:
             assert ref.nudges == 0 and np.abs(last).mean() > 500  # the toy's voice, uncancelled
+
+
+def test_steps_never_walk_the_reference_further_than_near_ms_a_path_that_moved_further_is_kept():
+    render = speechy(8.0)
+    mic = delayed(render, 1120)
+    mic[3 * RATE :] = delayed(render, 1120 + 400)[3 * RATE :]  # 25 ms: undone
+    monitor = EchoDelayMonitor(RATE, near_ms=30.0)
+    assert [shift for _, shift in feed(monitor, mic, render)] == [400]
+    far = delayed(render, 1120)
+    far[3 * RATE :] = delayed(render, 1120 + 300)[3 * RATE :]
+    far[5 * RATE :] = delayed(render, 1120 + 300 + 300)[5 * RATE :]  # 37.5 ms from the first relation in all
+    monitor = EchoDelayMonitor(RATE, near_ms=30.0)
+    assert [shift for _, shift in feed(monitor, far, render)] == [300]  # the second step is a new path
+    assert monitor.delay_samples == 1120 + 300  # measured after the first was undone: the new relation

@@ -47,12 +47,21 @@ def _load(model: str) -> Any:
     return MicroWakeWord.from_config(path)
 
 
+# The cutoff this toy uses for a builtin model when none is set, measured (scripts/bench_wake_word.py: 63 phrases
+# in 7 voices, clean and under white/pink/babble noise 20 and 10 dB below, 441 trials; 30 min of English, Chinese
+# and music-like audio for false wakes; docs/benchmarks.md, "Wake word"). okay_nabu's own 0.85 missed 38.5 % of
+# the trials; 0.5 misses 18.8 % (the clean phrases 3 of 63) with still no false wake in the 30 min; 0.35 woke
+# twice on speech. The others are left at their own: at 0.85 hey_mycroft missed 48 %, hey_jarvis 86 %.
+# A maker's own model (a JSON path) always keeps its own cutoff unless [ears] wake_word_cutoff is set.
+TUNED_CUTOFFS: dict[str, float] = {"okay_nabu": 0.5}
+
+
 class MicroWakeWordDetector:
     """A `WakeWordDetector` on one microWakeWord model.
 
     `model`: a builtin name (`BUILTIN_MODELS`) or the path of a microWakeWord JSON config (its "model" file beside
-    it). `probability_cutoff` (0..1, exclusive) overrides the model's own threshold: higher wakes less often, on
-    speech and on the phrase alike. Loading takes under a millisecond; the library must be installed
+    it). `probability_cutoff` (0..1, exclusive) overrides the model's own threshold (for a builtin, the one measured
+    here, `TUNED_CUTOFFS`): higher wakes less often, on speech and on the phrase alike. Loading takes under a millisecond; the library must be installed
     (`pip install pymicro-wakeword`, ImportError otherwise).
     """
 
@@ -64,8 +73,9 @@ class MicroWakeWordDetector:
         self._model = _load(str(model))
         self._features = MicroWakeWordFeatures()
         self.name: str = str(self._model.wake_word)
-        self.probability_cutoff: float = float(
-            self._model.probability_cutoff if probability_cutoff is None else probability_cutoff)
+        if probability_cutoff is None:
+            probability_cutoff = TUNED_CUTOFFS.get(str(model), self._model.probability_cutoff)
+        self.probability_cutoff: float = float(probability_cutoff)
         self._deaf_features = 0  # feature steps (10 ms each) of the refractory period still to go
 
     def process(self, pcm: bytes) -> bool:

@@ -10,8 +10,10 @@ the last three steps; docs/benchmarks.md, "Ears").
 
 The monitor measures the delay itself, by cross-correlating what the mic heard with the render it was given, every
 `every_ms` of audible render over a `window_ms` window. The first confident estimate is the relation to keep; a later
-confident one that differs is returned as a shift, and the stage moves the reference back by it
-(`EchoReference.nudge`) within a few hundred ms of the step. A window with the child speaking over the toy, or a
+confident one that differs, and is measured the same twice running, is returned as a shift, and the stage
+moves the reference back by it (`EchoReference.nudge`) within about half a second of the step. The shifts never
+add up to more than `near_ms` away from the relation kept: a path that moved further is a new path, kept from then
+on, not a step to undo (and a run of misjudged windows must not walk the reference away). A window with the child speaking over the toy, or a
 room too loud, correlates poorly and is skipped (`min_score`). Only the lags near the kept one are searched after
 the first estimate (`near_ms`), so each check is three small FFTs (~1 ms here, four times a second while the toy
 talks; nothing while it is silent).
@@ -45,6 +47,8 @@ class EchoDelayMonitor:
         self._mic: deque[bytes] = deque(maxlen=keep)
         self._render: deque[bytes] = deque(maxlen=keep)
         self._since = 0
+        self._pending: int | None = None  # a differing lag seen once: returned when the next check agrees
+        self._moved = 0  # the shifts returned so far, summed: kept within near_ms
         self.delay_samples: int | None = None  # the relation kept: the echo's delay behind the render
         self.last_score = 0.0
         self.checks = 0  # estimates made
@@ -65,16 +69,26 @@ class EchoDelayMonitor:
             self.delay_samples = lag
             return 0
         shift = lag - self.delay_samples
-        if shift:
-            self.shifts += 1
-            # what is buffered was read with the old relation: measure afresh after the reference moved
-            self._mic.clear()
-            self._render.clear()
+        if not shift or shift != self._pending:
+            self._pending = shift or None
+            return 0
+        self._pending = None
+        if abs(self._moved + shift) > self._near:
+            # the path itself moved further (another device, a restarted stream): the canceller learns it anew,
+            # and this is the relation to keep from now on
+            self.delay_samples, self._moved = lag, 0
+            return 0
+        self._moved += shift
+        self.shifts += 1
+        # what is buffered was read with the old relation: measure afresh after the reference moved
+        self._mic.clear()
+        self._render.clear()
         return shift
 
     def forget(self) -> None:
         """A new echo path (another device): the next confident estimate is the relation to keep."""
-        self.delay_samples = None
+        self.delay_samples = self._pending = None
+        self._moved = 0
         self._mic.clear()
         self._render.clear()
 

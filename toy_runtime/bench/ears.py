@@ -103,6 +103,7 @@ class EarsResult:
     resyncs: int = 0
     capture_gaps: int = 0  # audio lost before the canceller (device overflows, queue drops), skipped in the render
     underflow_gap_ms: list[float] = field(default_factory=list)  # each underrun's silence placed in the render
+    delay_nudges: list[int] = field(default_factory=list)  # the reference moved to hold the echo's delay (samples)
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -153,7 +154,7 @@ def plan(p: EarsPlan) -> tuple[list[str], list[ChildClip | None], list[ChildClip
 
 
 async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller: Any = None,
-                         feed_reference: bool = True) -> EarsResult:
+                         feed_reference: bool = True, hold_delay: bool = True) -> EarsResult:
     """Play the plan on `card` (echo path and noise already added) through the runtime's front end."""
     from ..adapters.sounddevice_io import SoundDeviceSink, SoundDeviceSource
     from ..adapters.webrtc_apm import WebRtcAudioProcessor
@@ -169,7 +170,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     reference = EchoReference(16000)
     sink = SoundDeviceSink("pulse", reference=reference if feed_reference else None)
     recorder = RecordingCanceller(canceller or WebRtcAudioProcessor(16000))
-    stage = EchoCancelledSource(mic, recorder, reference)
+    stage = EchoCancelledSource(mic, recorder, reference, hold_delay=hold_delay)
     raw: list[bytes] = []
     clean: list[bytes] = []
     refs: list[bytes] = []
@@ -200,6 +201,14 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         stops.append((spoke_at, time.monotonic()))
 
     own_voice = OwnVoiceCheck(stage.echo_likeness, stage.recently_disturbed)
+    nudged: list[int] = []  # every nudge of the reference, for the report
+    nudge = reference.nudge
+
+    def recorded_nudge(samples: int) -> None:
+        nudged.append(samples)
+        nudge(samples)
+
+    reference.nudge = recorded_nudge  # type: ignore[method-assign]  # the bench's tap on the stage's calls
     judging: list[asyncio.Task] = []  # one speech start judged at a time, as the voice loop does
 
     async def judge(spoke_at: float) -> None:
@@ -286,6 +295,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
+        delay_nudges=list(nudged),
         own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
@@ -442,6 +452,7 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "underflow_gap_ms": result.underflow_gap_ms,
         "speaker_underruns": result.underruns,
         "underflow_gaps": result.underflow_gaps,
+        "delay_nudges": result.delay_nudges,
         **words,
     }
 

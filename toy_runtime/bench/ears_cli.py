@@ -23,6 +23,8 @@ def add_ears_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentP
     p.add_argument("--gain-db", type=float, default=-6.0, help="echo path gain (default -6 dB)")
     p.add_argument("--noise", nargs="+", default=["none"], choices=["none", "fan", "babble"],
                    help="room noise conditions (default none)")
+    p.add_argument("--no-hold-delay", action="store_true",
+                   help="do not measure and hold the echo's delay behind the render (audio/echo_delay.py)")
     p.add_argument("--no-barge-in", action="store_true",
                    help="keep playing over the child (measures the child's words under the toy's whole answer)")
     p.add_argument("--recognizer", choices=["whisper", "pocketsphinx"], default="whisper",
@@ -64,7 +66,7 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
                 if noise != "none":
                     card.add_room_noise(noise_pcm(noise, 20.0), 16000)
                 with card.applied_env():
-                    result = asyncio.run(capture_on_rig(card, plan, voice))
+                    result = asyncio.run(capture_on_rig(card, plan, voice, hold_delay=not args.no_hold_delay))
             figures = analyse(result, recognizer=recognizer)
             if args.keep_audio:
                 keep_capture(out / f"capture-{delay}ms-{noise}.npz", result)
