@@ -265,7 +265,8 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
                 ready = {key.fileobj for key, _ in selector.select()}
                 if self._wake_r in ready:
                     return
-                self._handle_request_noblock()
+                # serve_forever's own step; private to BaseServer, so typeshed leaves it out
+                self._handle_request_noblock()  # type: ignore[attr-defined]
 
     def stop_serving(self) -> None:
         """Make `serve_until_stopped` return (call `server_close` after its thread ended)."""
