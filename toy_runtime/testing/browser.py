@@ -20,11 +20,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..errors import ToyError
+
 __all__ = ["BrowserError", "HeadlessChromium", "find_chromium"]
 
 
-class BrowserError(RuntimeError):
+class BrowserError(ToyError, RuntimeError):
     """The browser could not start, or a CDP command failed."""
+
+    code = "browser_failed"
 
 
 def find_chromium() -> str | None:

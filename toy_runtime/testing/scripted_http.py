@@ -14,6 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ToyError
 from .scripted_reply import REJECTIONS
 from .scripted_wire import Plan
 
@@ -26,8 +27,10 @@ __all__ = ["ScriptedHTTPServer", "ScriptedHandler"]
 log = logging.getLogger("toy_runtime.testing.scripted_llm")
 
 
-class _Stop(Exception):
+class _Stop(ToyError):
     """The client went away or the server is closing: end this response quietly."""
+
+    code = "response_stopped"
 
 
 class ScriptedHandler(BaseHTTPRequestHandler):
