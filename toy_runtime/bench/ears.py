@@ -20,11 +20,14 @@ by frame against the reference (what played) and the known child clips:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ANSWERS", "CHILD_LINES", "EarsPlan", "EarsResult", "analyse", "capture_on_rig", "plan"]
 
@@ -294,7 +297,8 @@ def _output_latency_ms(sink: Any) -> float:
     stream = getattr(sink, "_stream", None)
     try:
         return float(stream.latency) * 1000 if stream is not None else 0.0
-    except Exception:  # noqa: BLE001 - a closed stream: the figure is only a report
+    except Exception as exc:  # noqa: BLE001 - a closed stream: the figure is only a report
+        log.debug("the output latency could not be read: %s: %s", type(exc).__name__, exc)
         return 0.0
 
 
