@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .config_names import check_environment, env_source, field_loc, unknown_key_hint
 from .config_profiles import LLMProfile, ProfileDefaults
 from .config_values import check_url as _check_url, literal_from_text
+from .errors import ToyError
 from .system_zone import system_timezone
 
 SECRET_KEYS = {("llm", "api_key"), ("mqtt", "password"), ("web", "token")}
@@ -34,8 +35,10 @@ DEFAULT_PERSONA = (
 )
 
 
-class ConfigError(Exception):
+class ConfigError(ToyError):
     """A configuration problem, already phrased as one line naming the key and the reason."""
+
+    code = "bad_config"
 
 
 class Section(BaseModel):

@@ -23,7 +23,8 @@ def _known(name: str | None) -> str | None:
         return None
     try:
         ZoneInfo(name)
-    except Exception:  # ZoneInfoNotFoundError, ValueError for paths, TypeError for junk
+    except Exception as exc:  # ZoneInfoNotFoundError, ValueError for paths, TypeError for junk
+        log.debug("%r is not a time zone Python can load: %s: %s", name, type(exc).__name__, exc)
         return None
     return name
 
@@ -49,5 +50,6 @@ def system_timezone() -> str:
         from tzlocal import get_localzone_name
 
         return _known(get_localzone_name()) or FALLBACK
-    except Exception:  # no zone configured at all (a bare container), or conflicting files: UTC, as before
+    except Exception as exc:  # no zone configured at all (a bare container), or conflicting files: UTC, as before
+        log.debug("the system names no usable time zone (%s: %s); using %s", type(exc).__name__, exc, FALLBACK)
         return FALLBACK

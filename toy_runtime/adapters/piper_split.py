@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ToyError
+
 __all__ = ["SplitVoice", "VoiceSplitError", "cached_split", "find_context_frames", "slice_plan", "split_voice",
            "start_split", "vocode_in_slices", "vocode_slices"]
 
@@ -43,8 +45,10 @@ _CALIBRATION = ("Sure!", "Okay.", "Hello there!", "Yes!", "Twelve.", "What a lov
 _REFERENCE_PERCENTILE = 75
 
 
-class VoiceSplitError(Exception):
+class VoiceSplitError(ToyError):
     """The voice could not be split (not a Piper VITS graph, `onnx` missing, no space): use it whole."""
+
+    code = "voice_split_failed"
 
 
 @dataclass(frozen=True)

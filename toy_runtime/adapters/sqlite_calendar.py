@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
+from ..errors import ToyError
 from ..ports.calendar import OUTCOMES, CalendarStorageError, DueOccurrence, Outcome, ScheduleEntry, ScheduleRequest
 from ..ports.clock import Clock, SystemClock
 from ..scheduling import recurrence
@@ -70,8 +71,10 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
-class CalendarSchemaError(RuntimeError):
+class CalendarSchemaError(ToyError, RuntimeError):
     """The database was written by a newer toy-runtime (schema version above the one this code knows)."""
+
+    code = "calendar_schema_newer"
 
 
 @dataclass(frozen=True)

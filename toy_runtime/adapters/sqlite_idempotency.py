@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from ..errors import ToyError
 from ..events.idempotency import MemoryResultStore, result_from_json, result_to_json
 from ..events.model import EventResult
 
@@ -44,8 +45,10 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 MAX_ROW_BYTES = 64 * 1024
 
 
-class IdempotencyStoreError(RuntimeError):
+class IdempotencyStoreError(ToyError, RuntimeError):
     """The file cannot serve as the idempotency store (not SQLite, damaged, newer schema, cannot be opened)."""
+
+    code = "idempotency_store_unusable"
 
 
 class SqliteResultStore:

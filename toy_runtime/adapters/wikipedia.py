@@ -41,6 +41,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=[。！？])")
 class PageNotFound(SearchError):
     """A summary asked for a page that is gone (HTTP 404): that page is skipped, the look-up goes on."""
 
+    code = "page_not_found"
+
 
 def user_agent(contact: str | None = None) -> str:
     """The User-Agent Wikimedia's policy asks for: the client's name and version, how to reach its maker, the library.

@@ -39,6 +39,8 @@ class HtmlText(HTMLParser):
         """Text not yet decided (an open tag, a cut reference, or the content of an open script)."""
         return self.rawdata
 
+    # feed() and close() return the items they decided where HTMLParser's return None: a caller that treats this as
+    # a plain HTMLParser ignores the result, so the override is safe though mypy cannot see it
     def feed(self, data: str) -> list[Text | Hidden]:  # type: ignore[override]
         """Consume one delta; return the items it decided."""
         if not self.rawdata and self.cdata_elem is None and "<" not in data and "&" not in data:
@@ -70,7 +72,7 @@ class HtmlText(HTMLParser):
         self._out.append(Text("<"))
         self._parse(rest)
 
-    def close(self) -> list[Text | Hidden]:
+    def close(self) -> list[Text | Hidden]:  # type: ignore[override]  # items returned, see feed()
         """End of stream: what an open script or style still held is hidden (marked unclosed)."""
         try:
             super().close()

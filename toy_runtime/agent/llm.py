@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Literal, Sequence
 
+from ..errors import ToyError
 from ..language import TOKEN_ESTIMATOR, estimate_tokens  # noqa: F401 - TOKEN_ESTIMATOR: named in bench reports
 from .prefetch import PrefetchedStream, request_key
 
@@ -41,9 +42,11 @@ log = logging.getLogger(__name__)
 OPTIONAL_FIELDS = ("stream_options", "tools")
 
 
-class LLMFault(Exception):
+class LLMFault(ToyError):
     """A provider failure with a stable code: connect | first_token_timeout | timeout | disconnect | http_<status> |
     empty_stream | truncated | protocol."""
+
+    code = "llm_fault"
 
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")

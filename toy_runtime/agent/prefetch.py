@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PrefetchedStream", "request_key"]
 
@@ -62,8 +65,8 @@ class PrefetchedStream:
         if stream is not None:
             try:
                 await stream.close()
-            except Exception:  # noqa: BLE001 - closing a dead connection: nothing left to tell
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing a dead connection: nothing the turn can do about it
+                log.debug("closing a prefetched stream failed: %s: %s", type(exc).__name__, exc)
 
     async def chunks(self) -> AsyncIterator[Any]:
         """The stream's chunks from the first, buffered ones first; a fault is raised where it happened."""

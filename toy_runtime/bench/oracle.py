@@ -22,7 +22,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from ..agent.prompts import CLOSE, EVIDENCE_CLOSE, EVIDENCE_OPEN, OPEN, RESULTS_PREFIX
 from ..language import guess_locale
@@ -164,7 +164,7 @@ class Oracle:
             return lang
         return guess_locale(text)
 
-    def _reply(self, text: str, prompt_tokens: int, calls: list[tuple[str, Mapping[str, Any]]] = (), *,
+    def _reply(self, text: str, prompt_tokens: int, calls: Sequence[tuple[str, Mapping[str, Any]]] = (), *,
                content_then_tools: bool = True, whole: bool = False) -> Reply:
         pacing = self.pacing
         delay = pacing.ttft_s(prompt_tokens)
@@ -181,7 +181,7 @@ def start_oracle_server(oracle: Oracle, *, model: str = "scripted-model") -> Scr
     return ScriptedLLMServer(oracle, model=model).start()
 
 
-def grounded_answer(results: list[Mapping[str, Any]], lang: str) -> str:
+def grounded_answer(results: Sequence[Mapping[str, Any]], lang: str) -> str:
     """A short second answer built only from the evidence in the compact results."""
     for item in results:
         result = item.get("result") or {}
@@ -195,7 +195,7 @@ def grounded_answer(results: list[Mapping[str, Any]], lang: str) -> str:
     return "抱歉，我现在查不到，我们等一下再试试。" if lang == "zh" else "Sorry, I couldn't check that just now."
 
 
-def is_follow_up(messages: list[Mapping[str, Any]]) -> bool:
+def is_follow_up(messages: Sequence[Mapping[str, Any]]) -> bool:
     """A direct-mode follow-up has tool messages after the last user message (earlier turns' calls stand in the
     history before it); a dual_agent follow-up ends with the results message."""
     if _after_last_user(messages, "tool"):
@@ -204,12 +204,12 @@ def is_follow_up(messages: list[Mapping[str, Any]]) -> bool:
     return last.get("role") == "user" and _content(last).startswith(RESULTS_PREFIX)
 
 
-def _after_last_user(messages: list[Mapping[str, Any]], role: str) -> list[Mapping[str, Any]]:
+def _after_last_user(messages: Sequence[Mapping[str, Any]], role: str) -> list[Mapping[str, Any]]:
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     return [m for m in messages[(users[-1] if users else 0):] if m.get("role") == role]
 
 
-def _last(messages: list[Mapping[str, Any]], role: str) -> Mapping[str, Any]:
+def _last(messages: Sequence[Mapping[str, Any]], role: str) -> Mapping[str, Any]:
     for message in reversed(messages):
         if message.get("role") == role:
             return message

@@ -55,7 +55,19 @@ def _usd(value: float | None, digits: int = 6) -> str:
     return "null" if value is None else f"${value:.{digits}f}"
 
 
-Row = tuple[str, Callable[[Mapping[str, Any]], str]]
+Cell = Callable[[Mapping[str, Any]], str]  # a group's summary → one table cell
+Row = tuple[str, Cell]
+
+
+def _event_latency(name: str) -> Cell:
+    return lambda x: _ms(x["events"]["latency_ms"].get(name))
+
+
+def _calls_in(category: str) -> Cell:
+    def cell(x: Mapping[str, Any]) -> str:
+        by_category = x["calls"]["llm_calls_by_category"]
+        return f"{by_category[category]:.2f}" if category in by_category else "–"
+    return cell
 
 
 def _table(groups: Mapping[str, Mapping[str, Any]], rows: Sequence[Row]) -> str:
@@ -101,7 +113,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
     event_names = sorted({n for x in g.values() for n in x["events"]["latency_ms"]})
     if event_names:
         out += ["### Per-event latency (ms, detection → result)", "", _table(g, [
-            (f"`{name}`", lambda x, name=name: _ms(x["events"]["latency_ms"].get(name))) for name in event_names
+            (f"`{name}`", _event_latency(name)) for name in event_names
         ]), ""]
 
     out += ["## Tokens, calls and cost", "", _table(g, [
@@ -128,8 +140,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
     ]), ""]
     categories = sorted({c for x in g.values() for c in x["calls"]["llm_calls_by_category"]})
     out += ["### LLM calls per turn by category (mean)", "", _table(g, [
-        (c, lambda x, c=c: (f"{x['calls']['llm_calls_by_category'][c]:.2f}"
-                            if c in x["calls"]["llm_calls_by_category"] else "–")) for c in categories
+        (c, _calls_in(c)) for c in categories
     ]), ""]
 
     enabled = {k: v for k, v in g.items() if v["events"]["count"] or k.endswith("/enabled")}

@@ -12,7 +12,7 @@ The labels and the spoken text decide, not the runtime's own audit, so a runtime
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..events import EventRegistry, EventResult, not_run_lines
 from ..language import guess_locale
@@ -78,7 +78,7 @@ def turn_truth(user: str, speeches: Sequence[Speech], results: Sequence[EventRes
     }
 
 
-def group_truth(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def group_truth(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts over a group's completed turns."""
     zh = [r for r in rows if r.get("user_language") == "zh"]
     return {

@@ -120,12 +120,13 @@ def breakdown(number: int, heard: HeardTurn, logged: Turn | None, *, recording_t
         out.lines[key] = None if a is None or b is None else b - a
     out.lines["vad_overhang"] = out.lines["capture"] = out.lines["output"] = None
     anchor = m.get("first_token")
-    if None in (heard.speech_end_s, heard.reply_onset_s, recording_t0, first_token_sent, anchor) \
-            or "first_audio" not in m:
+    speech_end_s, reply_onset_s = heard.speech_end_s, heard.reply_onset_s
+    if speech_end_s is None or reply_onset_s is None or recording_t0 is None or first_token_sent is None \
+            or anchor is None or "first_audio" not in m:
         return out
     eos_runtime = first_token_sent - anchor / 1000.0  # the runtime's end of speech on CLOCK_MONOTONIC
-    heard_end = recording_t0 + heard.speech_end_s
-    heard_reply = recording_t0 + heard.reply_onset_s
+    heard_end = recording_t0 + speech_end_s
+    heard_reply = recording_t0 + reply_onset_s
     overhang = vad_tail_ms or 0.0
     out.lines["vad_overhang"] = overhang
     out.lines["capture"] = (eos_runtime - heard_end) * 1000.0 - overhang

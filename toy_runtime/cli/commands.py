@@ -15,7 +15,7 @@ from ..service.startup import process_marks
 process_marks().mark("interpreter")  # before the config's pydantic import: what Python itself took
 
 from ..config import ConfigError  # noqa: E402 - timed after the mark
-from ..errors import CliError, StartError  # noqa: E402
+from ..errors import CliError, StartError, ToyError  # noqa: E402
 from .common import Parser  # noqa: E402
 
 EXIT_USAGE = 2
@@ -38,8 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class CommandUnavailable(Exception):
+class CommandUnavailable(ToyError):
     """The module behind a command cannot be imported (a missing dependency or a broken install)."""
+
+    code = "command_unavailable"
 
 
 def _register(name: str, sub) -> None:

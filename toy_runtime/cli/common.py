@@ -22,7 +22,7 @@ class _HelpFormatter(argparse.HelpFormatter):
         super().add_argument(action)
         # argparse measures subcommand names without their extra indent, so a long one ("schedules") was pushed
         # onto a line of its own with its help below it
-        subactions = getattr(action, "_get_subactions", lambda: [])()
+        subactions: list[argparse.Action] = getattr(action, "_get_subactions", lambda: [])()
         if action.help is not argparse.SUPPRESS and subactions:
             longest = max(len(self._format_action_invocation(a)) for a in subactions)
             self._action_max_length = max(self._action_max_length,

@@ -40,7 +40,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         print(f"warning: {line}", file=sys.stderr)
     source = f"profile {args.config} + environment" if args.config else "defaults + environment (no --config)"
     print(f"config OK ({source}); state_dir {settings.state_dir}, time zone {settings.session.timezone}, "
-          f"LLM {'at ' + settings.llm.base_url if settings.llm_online else 'offline'}")
+          f"LLM {f'at {settings.llm.base_url}' if settings.llm.base_url else 'offline'}")  # = llm_online
     return 0
 
 

@@ -3,11 +3,16 @@ its reference, within the canceller's reach (a short soft probe is played)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..config import Settings
 from .verdict import Verdict, fail, in_thread, ok, skip, warn
 
+if TYPE_CHECKING:
+    from ..adapters.webrtc_apm import WebRtcAudioProcessor
 
-def _load(settings: Settings) -> tuple[object, str]:
+
+def _load(settings: Settings) -> tuple[WebRtcAudioProcessor, str]:
     from ..adapters.webrtc_apm import WebRtcAudioProcessor
 
     e = settings.ears

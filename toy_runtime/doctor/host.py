@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import os
 import shutil
 import tempfile
@@ -13,6 +14,8 @@ from typing import Any
 from ..app.disk_space import free_bytes, human_bytes
 from ..config import Settings
 from .verdict import Verdict, fail, in_thread, ok, skip, warn
+
+log = logging.getLogger(__name__)
 
 MIN_FREE_MB = 200
 FIRST_FRAME_TIMEOUT_S = 2.0
@@ -73,7 +76,8 @@ def _device_list_hint(kind: str) -> str | None:
         from ..adapters.sounddevice_io import list_devices
 
         devices = list_devices()
-    except Exception:  # PortAudio itself is the problem: the caller's message already says so
+    except Exception as exc:  # PortAudio itself is the problem: the caller's message already says so
+        log.debug("listing the audio devices failed: %s: %s", type(exc).__name__, exc)
         return None
     key = "max_input_channels" if kind == "input" else "max_output_channels"
     usable = [d for d in devices if getattr(d, key) > 0]

@@ -73,7 +73,7 @@ def _failure(fault: Any, settings: Settings, prompt: str) -> Verdict:
                     "set OPENAI_API_KEY in the environment (secrets are never read from the TOML profile)")
     if code == "http_404":
         return fail(f"HTTP 404: {message}", f"check llm.base_url (…/v1) and llm.model {llm.model!r} "
-                    f"(`curl {llm.base_url.rstrip('/')}/models`)")
+                    f"(`curl {(llm.base_url or '').rstrip('/')}/models`)")
     if code == "http_429":
         return fail(f"rate limited or out of quota (HTTP 429): {message}", "check the account's quota and limits")
     if code == "http_400":
@@ -90,14 +90,15 @@ def _failure(fault: Any, settings: Settings, prompt: str) -> Verdict:
 async def check_llm(settings: Settings) -> Verdict:
     """Stream a turn-shaped request (see the module doc); report what the server rejected and the first token."""
     llm = settings.llm
-    if not settings.llm_online:
+    base_url = llm.base_url
+    if not base_url:  # settings.llm_online, spelled so the type narrows
         return warn("offline: only the deterministic gate answers",
                     "set llm.base_url (or OPENAI_BASE_URL) to an OpenAI-compatible endpoint, and OPENAI_API_KEY "
                     "if it needs one")
     from ..agent.chat_agent import ReplyRecord
     from ..agent.llm import CallStats, ChatClient, LLMFault, estimate_prompt_tokens
 
-    client = ChatClient(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
+    client = ChatClient(base_url=base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else None,
                         connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
                         first_token_timeout_s=llm.first_token_timeout_s, include_usage=llm.include_usage)
     agent = probe_agent(settings, client)

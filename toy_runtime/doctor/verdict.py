@@ -78,6 +78,7 @@ async def in_thread(fn: Callable[..., T], *args: Any, name: str) -> T:
             future.set_exception(value)
 
     def work() -> None:
+        outcome: tuple[bool, Any]  # (True, the result) or (False, the exception)
         try:
             outcome = (True, fn(*args))
         except Exception as exc:

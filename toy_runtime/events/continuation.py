@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from .definition import NOT_ASKED, EventDefinition
 from .model import EventResult, EventStatus, ResultPolicy
+
+log = logging.getLogger(__name__)
 
 GENERIC_FAILURE_LINE = "Sorry, that didn't work."
 # Said when something the model asked for never ran (unknown name, unclosed block, a request in a follow-up round):
@@ -47,7 +50,7 @@ def _failure_line(definition: EventDefinition, result: EventResult, locale: str)
                                                                   "status": result.status.value, **result.result,
                                                                   "locale": locale})
         except Exception:  # a broken template must not lose the correction
-            pass
+            log.warning("the failure template of %s failed; saying the generic line", definition.name, exc_info=True)
     return GENERIC_FAILURE_LINE
 
 
@@ -86,7 +89,8 @@ def aggregate(results: Sequence[EventResult], definitions: dict[str, EventDefini
             try:
                 lines.append(definition.success_template(result.arguments, {**result.result, "locale": locale}))
             except Exception:  # a broken template loses its line, never the turn
-                pass
+                log.warning("the success template of %s failed; its line is left out", definition.name,
+                            exc_info=True)
     if terminate:
         follow_up = []
     # de-duplicate identical lines (e.g. two failing events with the same generic correction)
@@ -107,6 +111,7 @@ def not_run_lines(names: Iterable[str], lookup: Callable[[str], EventDefinition 
                 line = definition.failure_template({}, {"code": "not_run", "status": "not_run", "error": None,
                                                         "locale": locale})
             except Exception:  # a broken template still leaves the generic correction
-                pass
+                log.warning("the failure template of %s failed; saying the generic line", definition.name,
+                            exc_info=True)
         lines.append(line)
     return tuple(dict.fromkeys(lines))

@@ -7,14 +7,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from ..errors import ToyError
 from .model import ResultPolicy, Risk
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _EVENT_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 
 
-class EventFailure(Exception):
+class EventFailure(ToyError):
     """Raised by a handler (or resolver) for a structured, user-explainable failure."""
+
+    code = "event_failed"
 
     def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None):
         super().__init__(message)

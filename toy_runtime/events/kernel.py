@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -22,6 +23,8 @@ from .model import (EventBatch, EventRequest, EventResult, EventStatus, EventTim
                     SourceProtocol)
 from .registry import EventRegistry
 from .resolution import ResolvedArguments, resolve_request
+
+log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[EventResult], None]
 # asked when a definition that requires confirmation declares no question of its own
@@ -361,6 +364,7 @@ class BatchRun:
         try:
             supported = definition.supports(arguments, self.context)
         except Exception:  # a broken hook must not let a disruptive action through
+            log.warning("the `supports` hook of %s failed; the request is refused", definition.name, exc_info=True)
             supported = False
         if not supported:
             self.audit.record(AuditKind.EVENT_REFUSED, event_id=request.event_id, name=definition.name,
@@ -414,7 +418,8 @@ class BatchRun:
             try:
                 return definition.confirmation_question(resolved.arguments, {"locale": locale})
             except Exception:  # a broken template must not lose the question
-                pass
+                log.warning("the confirmation question of %s failed; asking the generic one", definition.name,
+                            exc_info=True)
         return CONFIRMATION_QUESTIONS.get(locale, CONFIRMATION_QUESTIONS["en"])
 
     def _deadline_left(self) -> float:

@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
+from ..errors import ToyError
 from .definition import EventDefinition
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
 
-class UnknownEvent(KeyError):
+class UnknownEvent(ToyError, KeyError):
     """Raised when a name or tool name is not in the registry."""
+
+    code = "unknown_event"
 
 
 class EventRegistry:

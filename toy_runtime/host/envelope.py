@@ -13,6 +13,8 @@ from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ToyError
+
 
 class EventType(enum.StrEnum):
     """Stable host event types."""
@@ -130,12 +132,16 @@ class Binding(BaseModel):
 Runner = Callable[[HostEvent, Binding], Awaitable[Any]]
 
 
-class NoBinding(LookupError):
+class NoBinding(ToyError, LookupError):
     """No enabled binding accepts this event."""
+
+    code = "no_binding"
 
 
 class ActorRefused(NoBinding):
     """A binding routes this event type from this source, but not from this actor."""
+
+    code = "actor_refused"
 
 
 class HostEventRouter:

@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence, TextIO
 
+from ..errors import ToyError
+
 __all__ = [
     "STAT_ROWS", "TEXT_STAGES", "VOICE_STAGES", "AuditScan", "Turn", "TurnEvent", "clock_text", "events_text",
     "load_audit", "parse_audit_lines", "percentile", "short_text", "summary_stats",
@@ -96,8 +98,10 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class _Malformed(ValueError):
+class _Malformed(ToyError, ValueError):
     """A record of a known kind with an unusable shape."""
+
+    code = "malformed_record"
 
 
 def _voice_turn(record: Mapping[str, Any]) -> Turn:

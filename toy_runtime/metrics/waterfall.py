@@ -34,6 +34,7 @@ _COLORS = {
 def render_png(turns: Sequence[Turn], *, title: str = "") -> bytes:
     """The waterfall picture as PNG bytes (ImportError with an install hint when matplotlib is missing)."""
     try:
+        from matplotlib.artist import Artist
         from matplotlib.figure import Figure
         from matplotlib.patches import Patch
         from matplotlib.lines import Line2D
@@ -89,7 +90,7 @@ def render_png(turns: Sequence[Turn], *, title: str = "") -> bytes:
     ax.margins(x=0.12)
     order = [key for key, _ in VOICE_STAGES + TEXT_STAGES]
     labels_of = dict(TEXT_STAGES + VOICE_STAGES)
-    handles = [Patch(color=_COLORS.get(key, "#888888"), label=labels_of[key])
+    handles: list[Artist] = [Patch(color=_COLORS.get(key, "#888888"), label=labels_of[key])
                for key in sorted(used, key=order.index)]
     if any(t.second_answer_ms is not None for t in shown):
         handles.append(Line2D([], [], marker="^", color="#C0392B", linestyle="none", label="second answer"))

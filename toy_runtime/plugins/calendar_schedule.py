@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Mapping
 
+from ..errors import ToyError
 from ..events.definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from ..events.model import ResultPolicy, Risk
 from ..ports.calendar import CalendarStorageError, CalendarStore, ScheduleRequest
@@ -100,8 +101,10 @@ _ZH_TRAIL = re.compile(r"(?:吧|哦|啊|呀|哈|嘛|一下|好吗|好不好|可�
 
 
 
-class _Invalid(ValueError):
+class _Invalid(ToyError, ValueError):
     """A proposed value that cannot be used; `code` is the error code to report."""
+
+    code = "invalid_value"  # the default; each raise names its own
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..errors import ToyError
 from ..events.definition import ResolveContext
 from .numbers import NumberSpan, find_numbers, normalize, parse_number
 from .repeats import parse_recurrence, parse_reminder_offset
@@ -46,8 +47,10 @@ _ABS_BEFORE = re.compile(r"(?:\bto|\bat|\bvolume|\blevel|\bset|调到|调成|调
                          r"|改成|改为|到|为|成|音量|声音|百分之)\s*$")
 
 
-class BadNumber(ValueError):
+class BadNumber(ToyError, ValueError):
     """A proposed argument that is not a whole number."""
+
+    code = "invalid_arguments"
 
 
 _VOLUME_AT = re.compile(r"\b(?:volume|sound|level|it)\s+$")

@@ -10,11 +10,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import AsyncIterator, Protocol, runtime_checkable
 
+from ..errors import ToyError
+
 __all__ = ["AudioFrame", "AudioSource", "AudioSink", "VoiceActivityDetector", "AudioDeviceError"]
 
 
-class AudioDeviceError(Exception):
+class AudioDeviceError(ToyError):
     """An audio device that cannot be opened or failed while running. `code` is stable, e.g. "device-not-found"."""
+
+    code = "audio_device_failed"
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

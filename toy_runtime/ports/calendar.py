@@ -10,9 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Mapping, Protocol, Sequence, get_args
 
+from ..errors import ToyError
 
-class CalendarStorageError(Exception):
+
+class CalendarStorageError(ToyError):
     """The store could not write (a full disk, a read-only file system, an I/O error): nothing was stored."""
+
+    code = "calendar_storage_failed"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
+from ..errors import ToyError
+
 
 @dataclass(frozen=True)
 class MixerState:
@@ -14,8 +16,10 @@ class MixerState:
     muted: bool
 
 
-class MixerError(Exception):
+class MixerError(ToyError):
     """A mixer that cannot be opened or changed. `available` lists the controls that do exist."""
+
+    code = "mixer_failed"
 
     def __init__(self, code: str, message: str, available: list[str] | None = None):
         super().__init__(message)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..errors import ToyError
+
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -34,8 +36,10 @@ class SearchResult:
         }
 
 
-class SearchError(Exception):
+class SearchError(ToyError):
     """A search that failed; `transient` failures may be retried once (read-only)."""
+
+    code = "search_failed"
 
     def __init__(self, message: str, *, transient: bool = False):
         super().__init__(message)

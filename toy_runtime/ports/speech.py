@@ -9,11 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AsyncIterator, Protocol, runtime_checkable
 
+from ..errors import ToyError
+
 __all__ = ["SpeechRecognizer", "SpeechSynthesizer", "SynthesizedAudio", "SpeechEngineError"]
 
 
-class SpeechEngineError(Exception):
+class SpeechEngineError(ToyError):
     """An ASR/TTS engine that cannot load or failed. `code` is stable, e.g. "asr-model-missing", "tts-failed"."""
+
+    code = "speech_engine_failed"
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

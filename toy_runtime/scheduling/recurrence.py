@@ -16,6 +16,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Iterable, Iterator, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ..errors import ToyError
 from ..ports.calendar import DueOccurrence, ScheduleEntry
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,10 @@ DAY_CODES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")  # index == date.weekday(
 UTC = timezone.utc
 
 
-class RecurrenceError(ValueError):
+class RecurrenceError(ToyError, ValueError):
     """A recurrence rule or zone that cannot be used."""
+
+    code = "invalid_recurrence"
 
 
 def zone(name: str) -> ZoneInfo:

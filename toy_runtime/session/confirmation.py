@@ -15,12 +15,15 @@ result statuses and definition metadata, never an event name.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, SourceProtocol
 from .answers import read_answer
 from .items import Speech
+
+log = logging.getLogger(__name__)
 
 Say = Callable[[Speech], None]
 
@@ -128,6 +131,8 @@ class Confirmations:
                     try:
                         line = definition.gate_reply(result.arguments, {"locale": locale})
                     except Exception:  # a broken template still leaves the plain line
+                        log.warning("the gate reply of %s failed; saying the plain line", definition.name,
+                                    exc_info=True)
                         line = None
                 say(Speech(2, line or _line(DONE_LINES, locale), kind="confirmation"))
                 return

@@ -10,9 +10,13 @@ import asyncio
 import random
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from ..errors import ToyError
 
-class TurnDeadline(Exception):
+
+class TurnDeadline(ToyError):
     """The first answer was not complete by the turn deadline; it was abandoned."""
+
+    code = "turn_deadline"
 
 
 class HoldingCues:

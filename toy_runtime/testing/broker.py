@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from ..errors import ToyError
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago."""
@@ -51,8 +53,10 @@ def make_test_certs(directory: Path | str, host: str = "127.0.0.1") -> TestCerts
     return TestCerts(ca_file=ca, cert_file=cert, key_file=key)
 
 
-class BrokerError(RuntimeError):
+class BrokerError(ToyError, RuntimeError):
     """mosquitto is missing or did not come up."""
+
+    code = "broker_failed"
 
 
 class MosquittoBroker:

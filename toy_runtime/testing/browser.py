@@ -20,11 +20,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..errors import ToyError
+
 __all__ = ["BrowserError", "HeadlessChromium", "find_chromium"]
 
 
-class BrowserError(RuntimeError):
+class BrowserError(ToyError, RuntimeError):
     """The browser could not start, or a CDP command failed."""
+
+    code = "browser_failed"
 
 
 def find_chromium() -> str | None:
@@ -140,14 +144,16 @@ class HeadlessChromium:
                 self.proc.wait()
 
 
-def _devtools_port(proc: subprocess.Popen) -> int:
+def _devtools_port(proc: subprocess.Popen[str]) -> int:
     """The port chromium prints as `DevTools listening on ws://127.0.0.1:PORT/…` (blocking read of stderr)."""
-    for line in proc.stderr:
+    stderr = proc.stderr
+    assert stderr is not None  # started with stderr=PIPE
+    for line in stderr:
         match = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line)
         if match:
             # keep draining stderr so chromium never blocks on a full pipe
             import threading
 
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+            threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
             return int(match.group(1))
     raise BrowserError(f"chromium exited ({proc.wait()}) before its DevTools port was known")

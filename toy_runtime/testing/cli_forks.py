@@ -96,7 +96,7 @@ def _child(request: dict[str, Any], out_fd: int, err_fd: int) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:
+            except (OSError, ValueError):  # a closed pipe or file: nothing left to say it on, the child exits
                 pass
         os._exit(code if isinstance(code, int) else 1)
 

@@ -112,8 +112,7 @@ class FakeSearxng:
         """Base URL of the instance (what goes into `[search] url`)."""
         if self._server is None:
             raise RuntimeError("FakeSearxng is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"  # bound there by start()
 
     def start(self) -> "FakeSearxng":
         fake = self

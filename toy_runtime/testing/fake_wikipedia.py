@@ -26,8 +26,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 MODES = ("results", "empty", "slow", "http_500", "http_429", "malformed_json", "api_error", "huge", "redirect_away")
 
@@ -98,7 +101,7 @@ class FakeWikipedia:
         self.pages = copy.deepcopy(PAGES)
         self.search_titles = copy.deepcopy(SEARCH_TITLES)
         self.set_mode(mode, delay_s=delay_s)
-        self._runner = None
+        self._runner: web.AppRunner | None = None
         self._port = 0
         self._stopping: asyncio.Event | None = None
 
@@ -129,11 +132,10 @@ class FakeWikipedia:
         app = web.Application()
         app.router.add_get("/{lang}/w/api.php", self._search)
         app.router.add_get("/{lang}/api/rest_v1/page/summary/{title}", self._summary)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = site._server.sockets[0].getsockname()[1]  # port 0: the kernel picked a free one
+        runner = self._runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        self._port = runner.addresses[0][1]  # port 0: the kernel picked a free one
         return self
 
     async def stop(self) -> None:
@@ -150,6 +152,7 @@ class FakeWikipedia:
         await self.stop()
 
     async def _wait(self) -> None:
+        assert self._stopping is not None  # set by start(), before any request can arrive
         try:
             await asyncio.wait_for(self._stopping.wait(), self.delay_s)
         except TimeoutError:

@@ -11,9 +11,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..errors import ToyError
 
-class PulseError(RuntimeError):
+
+class PulseError(ToyError, RuntimeError):
     """PulseAudio is missing or did not come up."""
+
+    code = "pulse_failed"
 
 
 class PulseMixerServer:

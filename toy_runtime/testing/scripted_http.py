@@ -14,6 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ToyError
 from .scripted_reply import REJECTIONS
 from .scripted_wire import Plan
 
@@ -26,8 +27,10 @@ __all__ = ["ScriptedHTTPServer", "ScriptedHandler"]
 log = logging.getLogger("toy_runtime.testing.scripted_llm")
 
 
-class _Stop(Exception):
+class _Stop(ToyError):
     """The client went away or the server is closing: end this response quietly."""
+
+    code = "response_stopped"
 
 
 class ScriptedHandler(BaseHTTPRequestHandler):
@@ -265,7 +268,8 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
                 ready = {key.fileobj for key, _ in selector.select()}
                 if self._wake_r in ready:
                     return
-                self._handle_request_noblock()
+                # serve_forever's own step; private to BaseServer, so typeshed leaves it out
+                self._handle_request_noblock()  # type: ignore[attr-defined]
 
     def stop_serving(self) -> None:
         """Make `serve_until_stopped` return (call `server_close` after its thread ended)."""

@@ -72,7 +72,8 @@ from .scripted_reply import FAULTS, REJECTIONS, REJECTIONS_MATCH, Reply  # noqa:
 from .scripted_wire import content_text, estimate_prompt_tokens, estimate_tokens  # noqa: F401 (re-export)
 
 
-Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any]"]
+# a request body → its reply; None falls back to the server's default
+Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any] | None"]
 
 
 class ScriptedLLMServer:

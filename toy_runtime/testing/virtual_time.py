@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import selectors
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Callable, Coroutine, TypeVar
 
 __all__ = ["VirtualTimeLoop", "virtual_time"]
 
@@ -57,7 +57,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return self._virtual_now
 
 
-def virtual_time(test: Callable[..., Awaitable[T]]) -> Callable[..., T]:
+def virtual_time(test: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     """Run an async test on its own VirtualTimeLoop (a plain function to pytest, so no asyncio plugin is involved)."""
 
     @functools.wraps(test)

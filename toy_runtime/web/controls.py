@@ -14,6 +14,7 @@ import copy
 import itertools
 from typing import Any, Callable
 
+from ..errors import ToyError
 from ..events import AuditKind
 from ..host.commands import CommandReply, CommandRunner, HostAction
 from ..host.envelope import (ActorRef, AgentInput, Binding, DeliveryContext, EventSource, EventType, HostEvent,
@@ -30,8 +31,10 @@ CONSOLE_CAPABILITIES = frozenset({VOLUME_EVENT, END_SESSION})
 CONSOLE_OWNER = ActorRef(kind="owner", id="console")
 
 
-class ControlError(ValueError):
+class ControlError(ToyError, ValueError):
     """A control request that cannot be carried out (bad value, unavailable here): answered with 400."""
+
+    code = "bad_control"
 
 
 class TurnOverrides:

@@ -7,9 +7,12 @@ Every tap is a cheap, non-blocking hand-off to the hub; nothing here can slow th
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from typing import Any, AsyncIterator
+
+from firmware_bridge.ratelog import LimitedLog
 
 from ..events import redact
 from ..language import has_cjk
@@ -23,6 +26,10 @@ __all__ = ["AuditTap", "MeteredSource", "SpeechTap", "pump_signals"]
 _SHOWN = ("turn.", "event.", "llm.fault", "voice.turn", "voice.barge_in", "voice.session_", "speech.hidden",
           "remote.", "console.", "runtime.", "audio.device", "mqtt.", "host.", "batch.aborted")
 _HIDDEN = ("turn.follow_up",)  # raw search payloads: large, and the page shows the follow-up's speech instead
+
+log = logging.getLogger(__name__)
+# a tap runs on every audit record and spoken segment: a fault that repeats must not flood the journal
+_faults = LimitedLog(log, "console tap fault", burst=3)
 
 
 class AuditTap:
@@ -40,8 +47,9 @@ class AuditTap:
                 return
             record = redact({"kind": kind, "ts": time.time(), **fields})
             self.hub.publish({"type": "audit", "record": _jsonable(record)})
-        except Exception:  # noqa: BLE001 - a console fault must never fail the audit path or a turn
+        except Exception as exc:  # noqa: BLE001 - a console fault must never fail the audit path or a turn
             self.hub.failures += 1
+            _faults.warning("console: the %s record could not be shown: %s: %s", kind, type(exc).__name__, exc)
 
 
 class SpeechTap:
@@ -67,8 +75,9 @@ class SpeechTap:
                               "sources": [dict(s) for s in item.sources]})
             # the toy answers in the child's language: what it says shows which one the turn is in
             self.hub.update_status(language="zh" if has_cjk(item.text) else "en")
-        except Exception:  # noqa: BLE001 - a console fault must never fail a turn
+        except Exception as exc:  # noqa: BLE001 - a console fault must never fail a turn
             self.hub.failures += 1
+            _faults.warning("console: a spoken segment could not be shown: %s: %s", type(exc).__name__, exc)
 
 
 async def pump_signals(signals: SignalBus, hub: ConsoleHub) -> None:
