@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, SourceProtocol
 from .answers import read_answer
-from .items import Speech
+from .items import Answer, Speech, SpeechKind
 
 Say = Callable[[Speech], None]
 
@@ -63,7 +63,8 @@ class ConfirmationReply:
                                        arguments=dict(event.arguments), event_id=event.event_id)
                 run.add(request, confirmed=event.arguments)
             return
-        say(Speech(1, _line(DECLINED_LINES if self.answer == "no" else EXPIRED_LINES, locale), kind="confirmation"))
+        say(Speech(Answer.FIRST, _line(DECLINED_LINES if self.answer == "no" else EXPIRED_LINES, locale),
+                   kind=SpeechKind.CONFIRMATION))
 
 
 class Confirmations:
@@ -129,7 +130,7 @@ class Confirmations:
                         line = definition.gate_reply(result.arguments, {"locale": locale})
                     except Exception:  # a broken template still leaves the plain line
                         line = None
-                say(Speech(2, line or _line(DONE_LINES, locale), kind="confirmation"))
+                say(Speech(Answer.SECOND, line or _line(DONE_LINES, locale), kind=SpeechKind.CONFIRMATION))
                 return
 
     def _cancel(self, held: Sequence[PendingEvent], reason: str, turn_id: str | None) -> None:
