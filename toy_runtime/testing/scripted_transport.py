@@ -12,7 +12,8 @@ connection the server expired drops the next request unanswered. `tests/agent/te
 case on both and compares what `ChatClient` makes of them, so this cannot drift from the wire.
 
 Conversation tests use it through the `scripted_llm` fixture; tests of the wire itself (sockets, keep-alive, TLS,
-the SDK's HTTP client) keep the loopback server.
+the SDK's HTTP client) keep the loopback server. So does a test whose responder blocks (waits on a
+`threading.Event` for another request): here the responder runs on the event loop, and blocking it blocks the test.
 """
 
 from __future__ import annotations
