@@ -1,4 +1,5 @@
-"""EventAgent's answer form on servers that refuse or ignore a forced named tool_choice (real loopback HTTP)."""
+"""EventAgent's answer form on servers that refuse or ignore a forced named tool_choice (the scripted LLM in-process;
+the abandoned-call test on real loopback HTTP)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from toy_runtime.events import ResolveContext
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.plugins import device_volume
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 DEFINITION = device_volume.definition(MemoryMixer())
 CONTEXT = ResolveContext(utterance="make it a bit louder", request_time=datetime(2025, 1, 1, 12, tzinfo=timezone.utc),
@@ -47,9 +49,10 @@ def forms(requests: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-async def propose_once(server: ScriptedLLMServer, context: ResolveContext = CONTEXT) -> Any:
+async def propose_once(server: ScriptedLLMTransport, context: ResolveContext = CONTEXT) -> Any:
     """One EventAgent answer for the volume's missing delta from `server`, on a client closed afterwards."""
-    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5,
+                        transport=server.transport)
     try:
         return await EventAgent(client, model="scripted-model", max_tokens=60).propose(
             DEFINITION, None, ("delta",), context)
@@ -57,8 +60,9 @@ async def propose_once(server: ScriptedLLMServer, context: ResolveContext = CONT
         await client.aclose()
 
 
-async def propose_twice(server: ScriptedLLMServer) -> tuple[EventAgent, list[Any]]:
-    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5)
+async def propose_twice(server: ScriptedLLMTransport) -> tuple[EventAgent, list[Any]]:
+    client = ChatClient(base_url=server.url, api_key=None, connect_timeout_s=2, read_timeout_s=5,
+                        transport=server.transport)
     agent = EventAgent(client, model="scripted-model", max_tokens=60)
     try:
         answers = [await agent.propose(DEFINITION, None, ("delta",), CONTEXT) for _ in range(2)]
@@ -68,7 +72,7 @@ async def propose_twice(server: ScriptedLLMServer) -> tuple[EventAgent, list[Any
 
 
 async def test_a_server_that_honours_the_named_form_gets_only_that():
-    with ScriptedLLMServer(local_server(honours=("named",))) as server:
+    with ScriptedLLMTransport(local_server(honours=("named",))) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
     assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
@@ -77,7 +81,7 @@ async def test_a_server_that_honours_the_named_form_gets_only_that():
 
 async def test_a_rejected_named_object_falls_back_to_required_once(caplog: pytest.LogCaptureFixture):
     caplog.set_level(logging.WARNING, logger="toy_runtime.agent.event_agent")
-    with ScriptedLLMServer(local_server(honours=("named", "required")),
+    with ScriptedLLMTransport(local_server(honours=("named", "required")),
                            reject_fields=("tool_choice_object",)) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
@@ -90,7 +94,7 @@ async def test_a_rejected_named_object_falls_back_to_required_once(caplog: pytes
 
 async def test_a_silently_ignored_named_object_falls_back_to_required():
     # llama-server: the object is logged as "must be string" and replaced by "auto"; the model answers in prose
-    with ScriptedLLMServer(local_server(honours=("required",))) as server:
+    with ScriptedLLMTransport(local_server(honours=("required",))) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
     assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
@@ -98,7 +102,7 @@ async def test_a_silently_ignored_named_object_falls_back_to_required():
 
 
 async def test_no_tool_choice_form_at_all_ends_in_a_json_schema_answer():
-    with ScriptedLLMServer(local_server(honours=("json_schema",)),
+    with ScriptedLLMTransport(local_server(honours=("json_schema",)),
                            reject_fields=("tool_choice_object", "tool_choice_required")) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
@@ -111,7 +115,7 @@ async def test_no_tool_choice_form_at_all_ends_in_a_json_schema_answer():
 
 
 async def test_json_object_with_schema_is_the_last_form():
-    with ScriptedLLMServer(local_server(honours=("json_object",)),
+    with ScriptedLLMTransport(local_server(honours=("json_object",)),
                            reject_fields=("tool_choice_object", "response_format_json_schema")) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
@@ -121,7 +125,7 @@ async def test_json_object_with_schema_is_the_last_form():
 
 
 async def test_a_server_that_honours_nothing_ends_in_an_error_not_a_loop():
-    with ScriptedLLMServer(local_server(honours=())) as server:
+    with ScriptedLLMTransport(local_server(honours=())) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
     assert all(a.arguments is None and a.error == "no tool call in the EventAgent answer" for a in answers)
@@ -130,7 +134,7 @@ async def test_a_server_that_honours_nothing_ends_in_an_error_not_a_loop():
 
 
 async def test_an_unrelated_400_is_an_error_not_a_step_down():
-    with ScriptedLLMServer([Reply(fault="http_400")]) as server:
+    with ScriptedLLMTransport([Reply(fault="http_400")]) as server:
         agent, answers = await propose_twice(server)
     assert answers[0].arguments is None and "http_400" in (answers[0].error or "")
     assert agent.form == "named"
@@ -139,7 +143,7 @@ async def test_an_unrelated_400_is_an_error_not_a_step_down():
 async def test_a_call_written_as_text_in_a_tool_form_is_taken_as_the_answer():
     """llama-cpp-python ignores "required" on the GGUF's own template and the model writes the call as text."""
     text_call = "```json\n" + json.dumps({"name": DEFINITION.tool_name, "arguments": ARGUMENTS}) + "\n```"
-    with ScriptedLLMServer([Reply(text=text_call)] * 2, reject_fields=("tool_choice_object",)) as server:
+    with ScriptedLLMTransport([Reply(text=text_call)] * 2, reject_fields=("tool_choice_object",)) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
     assert [a.arguments for a in answers] == [ARGUMENTS, ARGUMENTS]
@@ -148,7 +152,7 @@ async def test_a_call_written_as_text_in_a_tool_form_is_taken_as_the_answer():
 
 async def test_a_server_error_naming_response_format_steps_down_too():
     """llama-cpp-python answers a json_schema response_format with HTTP 500 and a validation error naming it."""
-    with ScriptedLLMServer(local_server(honours=("json_object",)),
+    with ScriptedLLMTransport(local_server(honours=("json_object",)),
                            reject_fields=("tool_choice_object", "response_format_json_schema_500")) as server:
         agent, answers = await propose_twice(server)
         requests = server.requests
@@ -163,7 +167,7 @@ async def test_the_event_agent_sees_only_the_last_two_history_messages():
                {"role": "user", "content": "what is the volume?"}, {"role": "assistant", "content": "It is 40."}]
     context = ResolveContext(utterance=CONTEXT.utterance, request_time=CONTEXT.request_time, timezone="UTC",
                              history=history)
-    with ScriptedLLMServer(local_server(honours=("named",))) as server:
+    with ScriptedLLMTransport(local_server(honours=("named",))) as server:
         answer = await propose_once(server, context)
         requests = server.requests
     assert answer.arguments == ARGUMENTS and len(requests) == 1
@@ -206,6 +210,6 @@ async def test_a_tool_call_streamed_in_pieces_is_put_back_together():
     def answer(request: dict[str, Any]) -> Reply:
         return Reply(tool_calls=[(DEFINITION.tool_name, json.dumps(ARGUMENTS))], args_chunk_size=3)
 
-    async with ScriptedLLMServer(answer) as server:
+    async with ScriptedLLMTransport(answer) as server:
         answer_ = await propose_once(server)
     assert answer_.arguments == ARGUMENTS and answer_.error is None

@@ -1,4 +1,5 @@
-"""A runtime wired to in-memory device/calendar/search fakes and a real scripted LLM server on loopback."""
+"""A runtime wired to in-memory device/calendar/search fakes and a scripted LLM: in-process (`scripted_llm`, an httpx
+MockTransport) for the conversation's logic, or the loopback server (`llm_server`) where the wire is the point."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.fakes.search import StaticSearch
 from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import EventOutcome, Speech, TurnEnd
-from toy_runtime.testing.scripted_llm import ScriptedLLMServer
 
 MODES = ["dual_agent", "chat_agent_tools"]
 
@@ -21,11 +21,14 @@ class Harness:
     """Builds a runtime for one mode and runs text turns, collecting items."""
 
     def __init__(self, tmp_path, *, mode="dual_agent", base_url=None, mixer=None, search=None, calendar=None,
-                 events=(), clock=None, **llm):
+                 events=(), clock=None, llm=None, **llm_settings):
+        # llm: a scripted LLM, in-process or on loopback (its url, and its transport if it has one)
+        if llm is not None:
+            base_url = llm.url
         settings = load_settings(env={"TOY_STATE_DIR": str(tmp_path)})
         # the gate's first-token budget too: its own tests turn it down (test_gate_budget.py)
         llm_updates = {"base_url": base_url, "model": "scripted-model", "read_timeout_s": 2.0,
-                       "connect_timeout_s": 1.0, "gate_first_token_s": 600.0, **llm}
+                       "connect_timeout_s": 1.0, "gate_first_token_s": 600.0, **llm_settings}
         # the cue's own tests turn it on: a turn slowed by a loaded machine must not gain one elsewhere
         settings = with_updates(settings, agent={"tool_invocation_mode": mode, "holding_cue_after_s": 600.0},
                                 llm=llm_updates,
@@ -39,7 +42,8 @@ class Harness:
         self.calendar = calendar or MemoryCalendarStore()
         # events: a test's own definitions next to the built-in ones; clock: e.g. a ManualClock for expiry
         self.runtime = build_runtime(settings, mixer=self.mixer, search=self.search, calendar=self.calendar,
-                                     audit=self.audit, events=events, clock=clock)
+                                     audit=self.audit, events=events, clock=clock,
+                                     llm_transport=getattr(llm, "transport", None))
         self.runner = self.runtime.new_turn_runner()
 
     async def turn(self, text):

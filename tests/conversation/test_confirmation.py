@@ -3,7 +3,7 @@ with the arguments asked about), a no cancels it and says so, a new topic, a lat
 drops it unrun; nothing promises the action before the yes; the audit records ask / confirmed / cancelled.
 
 The event is the test's own (the kernel and the session never name it), registered next to the built-in ones;
-real turns through the real openai client against the scripted OpenAI-compatible server on loopback.
+real turns through the real openai client against the scripted OpenAI-compatible LLM, in-process.
 """
 
 from __future__ import annotations
@@ -72,15 +72,15 @@ def asking_reply(mode: str) -> Reply:
     return Reply(text="Hmm, let me check.", tool_calls=[(TOOL, json.dumps({"number": 3}))])
 
 
-def harness(make_harness, llm_server, mode, **kw):
+def harness(make_harness, scripted_llm, mode, **kw):
     drawings = Drawings()
-    h = make_harness(mode=mode, base_url=llm_server.url, events=[drawings.definition()], **kw)
+    h = make_harness(mode=mode, llm=scripted_llm, events=[drawings.definition()], **kw)
     return h, drawings
 
 
-async def ask(h, llm_server, mode, locale):
+async def ask(h, scripted_llm, mode, locale):
     """Turn 1: the request is held and the question asked; nothing ran and nothing promised it."""
-    llm_server.add(asking_reply(mode))
+    scripted_llm.add(asking_reply(mode))
     turn = await h.turn(ASK[locale])
     assert [(e.name, e.status) for e in turn.events] == [(NAME, EventStatus.NEEDS_CONFIRMATION)]
     assert QUESTION[locale].format(n=3) in " ".join(turn.speech())
@@ -96,65 +96,65 @@ def kinds(h, kind):
 
 @pytest.mark.parametrize("locale", ["en", "zh"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_yes_in_the_next_turn_runs_the_held_event_once_with_the_asked_arguments(mode, locale, llm_server,
+async def test_a_yes_in_the_next_turn_runs_the_held_event_once_with_the_asked_arguments(mode, locale, scripted_llm,
                                                                                          make_harness):
     for yes in YES[locale]:
-        h, drawings = harness(make_harness, llm_server, mode)
-        await ask(h, llm_server, mode, locale)
-        calls = len(llm_server.requests)
+        h, drawings = harness(make_harness, scripted_llm, mode)
+        await ask(h, scripted_llm, mode, locale)
+        calls = len(scripted_llm.requests)
         turn = await h.turn(yes)
         assert drawings.erased == [{"number": 3}], yes
         assert [(e.name, e.status) for e in turn.events] == [(NAME, EventStatus.SUCCEEDED)]
         assert " ".join(turn.speech()) == DONE[locale].format(n=3)
-        assert len(llm_server.requests) == calls and turn.metrics["path"] == "confirmation"  # no model needed
+        assert len(scripted_llm.requests) == calls and turn.metrics["path"] == "confirmation"  # no model needed
         assert kinds(h, "confirmation.confirmed") == [(NAME, None)]
         assert h.audit.of("confirmation.confirmed")[0]["event_id"] == h.audit.of("confirmation.asked")[0]["event_id"]
         # a second yes has nothing left to confirm: the model answers it, and nothing runs again
-        llm_server.add(Reply(text="Yay!"))
+        scripted_llm.add(Reply(text="Yay!"))
         again = await h.turn(yes)
         assert drawings.erased == [{"number": 3}] and again.events == [] and again.speech() == ["Yay!"]
 
 
 @pytest.mark.parametrize("locale", ["en", "zh"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_no_cancels_the_held_event_and_says_so(mode, locale, llm_server, make_harness):
+async def test_a_no_cancels_the_held_event_and_says_so(mode, locale, scripted_llm, make_harness):
     for no in NO[locale]:
-        h, drawings = harness(make_harness, llm_server, mode)
-        await ask(h, llm_server, mode, locale)
-        calls = len(llm_server.requests)
+        h, drawings = harness(make_harness, scripted_llm, mode)
+        await ask(h, scripted_llm, mode, locale)
+        calls = len(scripted_llm.requests)
         turn = await h.turn(no)
         assert drawings.erased == [] and turn.events == []
         assert " ".join(turn.speech()) == DECLINED_LINES[locale]
-        assert len(llm_server.requests) == calls
+        assert len(scripted_llm.requests) == calls
         assert kinds(h, "confirmation.cancelled") == [(NAME, "declined")]
         assert kinds(h, "confirmation.confirmed") == []
-        llm_server.add(Reply(text="Okay!"))
+        scripted_llm.add(Reply(text="Okay!"))
         await h.turn("yes")  # too late: the no settled it
         assert drawings.erased == []
 
 
 @pytest.mark.parametrize("locale", ["en", "zh"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_new_topic_cancels_the_held_event(mode, locale, llm_server, make_harness):
-    h, drawings = harness(make_harness, llm_server, mode)
-    await ask(h, llm_server, mode, locale)
-    llm_server.add(Reply(text="Whales are huge!"))
+async def test_a_new_topic_cancels_the_held_event(mode, locale, scripted_llm, make_harness):
+    h, drawings = harness(make_harness, scripted_llm, mode)
+    await ask(h, scripted_llm, mode, locale)
+    scripted_llm.add(Reply(text="Whales are huge!"))
     topic = {"en": "what is a whale", "zh": "鲸鱼是什么"}[locale]
     turn = await h.turn(topic)
     assert turn.speech() == ["Whales are huge!"] and turn.events == []
-    assert llm_server.requests[-1]["messages"][-1]["content"] == topic  # the model got the new topic
+    assert scripted_llm.requests[-1]["messages"][-1]["content"] == topic  # the model got the new topic
     assert kinds(h, "confirmation.cancelled") == [(NAME, "new_topic")]
-    llm_server.add(Reply(text="Yes what?"))
+    scripted_llm.add(Reply(text="Yes what?"))
     late = await h.turn(YES[locale][0])  # a yes after the new topic confirms nothing
     assert late.events == [] and drawings.erased == [] and late.speech() == ["Yes what?"]
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_model_is_told_the_event_waits_for_the_childs_yes(mode, llm_server, make_harness):
+async def test_the_model_is_told_the_event_waits_for_the_childs_yes(mode, scripted_llm, make_harness):
     """Its reply is spoken before the question: it must know not to announce the action as done."""
-    h, _ = harness(make_harness, llm_server, mode)
-    await ask(h, llm_server, mode, "en")
-    request = llm_server.requests[0]
+    h, _ = harness(make_harness, scripted_llm, mode)
+    await ask(h, scripted_llm, mode, "en")
+    request = scripted_llm.requests[0]
     if mode == "dual_agent":
         catalog = " ".join(m["content"] for m in request["messages"] if m["role"] == "system")
         assert f"- {NAME}: Erase one of the child's saved drawings. {CONFIRMATION_NOTE}" in catalog
@@ -165,7 +165,7 @@ async def test_the_model_is_told_the_event_waits_for_the_childs_yes(mode, llm_se
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_confirmed_event_whose_result_the_model_words_gets_its_follow_up(mode, llm_server, make_harness):
+async def test_a_confirmed_event_whose_result_the_model_words_gets_its_follow_up(mode, scripted_llm, make_harness):
     """An `llm_follow_up` event confirmed by a yes: its result is worded by the ONE follow-up call (never the
     offline line: the model is there), from the evidence."""
     looked_up = []
@@ -179,23 +179,23 @@ async def test_a_confirmed_event_whose_result_the_model_words_gets_its_follow_up
         schema={"type": "object", "properties": {}, "additionalProperties": False},
         resolver=lambda proposed, ctx: Resolution(arguments={}), handler=look_up,
         result_policy=ResultPolicy.LLM_FOLLOW_UP, llm_fallback=False, requires_confirmation=True)
-    h = make_harness(mode=mode, base_url=llm_server.url, events=[fact])
+    h = make_harness(mode=mode, llm=scripted_llm, events=[fact])
     if mode == "dual_agent":
-        llm_server.add(Reply(text="Ooh!<agent_events>test.fact.reveal</agent_events>"))
+        scripted_llm.add(Reply(text="Ooh!<agent_events>test.fact.reveal</agent_events>"))
     else:
-        llm_server.add(Reply(text="Ooh!", tool_calls=[("reveal_fact", "{}")]))
+        scripted_llm.add(Reply(text="Ooh!", tool_calls=[("reveal_fact", "{}")]))
     first = await h.turn("tell me the secret fact")
     assert looked_up == [] and CONFIRMATION_QUESTIONS["en"] in " ".join(first.speech())
-    llm_server.add(Reply(text="Octopuses have three hearts!"))
+    scripted_llm.add(Reply(text="Octopuses have three hearts!"))
     turn = await h.turn("yes")
     assert looked_up == [{}] and turn.speech() == ["Octopuses have three hearts!"]
-    follow_up = llm_server.requests[-1]
+    follow_up = scripted_llm.requests[-1]
     assert "Octopuses have three hearts." in json.dumps(follow_up["messages"], ensure_ascii=False)
-    assert turn.metrics["chat_calls"] == 1 and llm_server.errors == []
+    assert turn.metrics["chat_calls"] == 1 and scripted_llm.errors == []
 
 
 @pytest.mark.parametrize("locale", ["en", "zh"])
-async def test_a_confirmed_event_with_no_line_of_its_own_is_said_to_be_done(locale, llm_server, make_harness):
+async def test_a_confirmed_event_with_no_line_of_its_own_is_said_to_be_done(locale, scripted_llm, make_harness):
     """A silent-success event confirmed by a yes: the turn is not silent, and not the fault line either."""
     ran = []
 
@@ -208,48 +208,48 @@ async def test_a_confirmed_event_with_no_line_of_its_own_is_said_to_be_done(loca
         schema={"type": "object", "properties": {}, "additionalProperties": False},
         resolver=lambda proposed, ctx: Resolution(arguments={}), handler=reset,
         result_policy=ResultPolicy.SILENT_SUCCESS, llm_fallback=False, requires_confirmation=True)
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, events=[quiet])
-    llm_server.add(Reply(text="Hmm!<agent_events>test.game.reset</agent_events>"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, events=[quiet])
+    scripted_llm.add(Reply(text="Hmm!<agent_events>test.game.reset</agent_events>"))
     await h.turn({"en": "start the game over", "zh": "游戏重新开始"}[locale])
     turn = await h.turn(YES[locale][0])
     assert ran == [{}] and " ".join(turn.speech()) == DONE_LINES[locale]
 
 
-async def test_a_yes_after_the_timeout_runs_nothing_and_says_why(llm_server, make_harness):
+async def test_a_yes_after_the_timeout_runs_nothing_and_says_why(scripted_llm, make_harness):
     clock = ManualClock(datetime(2026, 6, 1, 10, 0, tzinfo=timezone.utc))
-    h, drawings = harness(make_harness, llm_server, "dual_agent", clock=clock)
-    await ask(h, llm_server, "dual_agent", "en")
+    h, drawings = harness(make_harness, scripted_llm, "dual_agent", clock=clock)
+    await ask(h, scripted_llm, "dual_agent", "en")
     clock.advance(h.runtime.settings.agent.confirmation_timeout_s + 1)
-    calls = len(llm_server.requests)
+    calls = len(scripted_llm.requests)
     turn = await h.turn("yes")
     assert drawings.erased == [] and turn.events == []
-    assert " ".join(turn.speech()) == EXPIRED_LINES["en"] and len(llm_server.requests) == calls
+    assert " ".join(turn.speech()) == EXPIRED_LINES["en"] and len(scripted_llm.requests) == calls
     assert kinds(h, "confirmation.cancelled") == [(NAME, "expired")]
 
 
-async def test_the_session_ending_drops_the_held_event(llm_server, make_harness):
-    h, drawings = harness(make_harness, llm_server, "dual_agent")
-    await ask(h, llm_server, "dual_agent", "en")
+async def test_the_session_ending_drops_the_held_event(scripted_llm, make_harness):
+    h, drawings = harness(make_harness, scripted_llm, "dual_agent")
+    await ask(h, scripted_llm, "dual_agent", "en")
     h.runner.end_session()  # what the voice loop does when a session closes (idle, button, stop)
     assert kinds(h, "confirmation.cancelled") == [(NAME, "session_ended")]
-    llm_server.add(Reply(text="Hello!"))
+    scripted_llm.add(Reply(text="Hello!"))
     turn = await h.turn("yes")
     assert turn.events == [] and drawings.erased == []
 
 
-async def test_a_goodbye_in_the_asking_turn_drops_the_held_event(llm_server, make_harness):
-    h, drawings = harness(make_harness, llm_server, "dual_agent")
-    llm_server.add(Reply(text=f"Bye!<agent_events>{NAME}, session.terminate</agent_events>"))
+async def test_a_goodbye_in_the_asking_turn_drops_the_held_event(scripted_llm, make_harness):
+    h, drawings = harness(make_harness, scripted_llm, "dual_agent")
+    scripted_llm.add(Reply(text=f"Bye!<agent_events>{NAME}, session.terminate</agent_events>"))
     turn = await h.turn("erase drawing 3 and bye")
     assert turn.end.terminated and drawings.erased == []
     assert kinds(h, "confirmation.cancelled") == [(NAME, "session_ended")]
 
 
-async def test_the_gate_asks_instead_of_promising_when_the_model_fails(llm_server, make_harness):
+async def test_the_gate_asks_instead_of_promising_when_the_model_fails(scripted_llm, make_harness):
     """After a fault the gate carries out the child's clear request; for this one it must ask, not say it is
     erasing (its templated reply), and the next turn's yes then runs it."""
-    h, drawings = harness(make_harness, llm_server, "dual_agent", first_token_timeout_s=1.0, read_timeout_s=1.0)
-    llm_server.add(Reply(fault="http_500"))
+    h, drawings = harness(make_harness, scripted_llm, "dual_agent", first_token_timeout_s=1.0, read_timeout_s=1.0)
+    scripted_llm.add(Reply(fault="http_500"))
     turn = await h.turn(ASK["en"])
     spoken = " ".join(turn.speech())
     assert turn.metrics["path"] == "gate"

@@ -1,4 +1,5 @@
-"""Every provider fault still ends in a useful turn (issue 13 §4), against the real scripted server on loopback."""
+"""Every provider fault still ends in a useful turn (issue 13 §4), with the scripted LLM in-process
+(the same faults on the wire: tests/agent/test_llm_contract.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from toy_runtime.events import EventStatus
 from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import Speech
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES, Turn
 
@@ -64,22 +66,22 @@ async def assert_useful(h, turn: Turn, utterance: str) -> None:
 @pytest.mark.parametrize("utterance", ["bye", "set the volume to 30", "what is a whale"])
 @pytest.mark.parametrize("fault", STREAM_FAULTS)
 @pytest.mark.parametrize("mode", MODES)
-async def test_every_fault_ends_in_a_useful_turn(mode, fault, utterance, llm_server, make_harness):
-    llm_server.add(answer(mode, utterance, fault=fault))
-    h = make_harness(mode=mode, base_url=llm_server.url, **FAST)
+async def test_every_fault_ends_in_a_useful_turn(mode, fault, utterance, scripted_llm, make_harness):
+    scripted_llm.add(answer(mode, utterance, fault=fault))
+    h = make_harness(mode=mode, llm=scripted_llm, **FAST)
     h.runner.config = h.runner.config.model_copy(update=NO_CUE)
     turn = await h.turn(utterance)
     assert turn.metrics["fault"] is not None
     await assert_useful(h, turn, utterance)
-    assert llm_server.errors == []
+    assert scripted_llm.errors == []
 
 
 @pytest.mark.parametrize("utterance", ["再见", "把音量调到30"])
 @pytest.mark.parametrize("fault", ["http_500", pytest.param("stall", marks=WAITS_OUT_A_TIMEOUT), "disconnect"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_faults_in_chinese_still_carry_out_clear_requests(mode, fault, utterance, llm_server, make_harness):
-    llm_server.add(answer(mode, utterance, fault=fault))
-    h = make_harness(mode=mode, base_url=llm_server.url, **FAST)
+async def test_faults_in_chinese_still_carry_out_clear_requests(mode, fault, utterance, scripted_llm, make_harness):
+    scripted_llm.add(answer(mode, utterance, fault=fault))
+    h = make_harness(mode=mode, llm=scripted_llm, **FAST)
     h.runner.config = h.runner.config.model_copy(update=NO_CUE)
     turn = await h.turn(utterance)
     await assert_useful(h, turn, utterance)
@@ -102,10 +104,10 @@ async def test_unreachable_endpoint_goes_through_the_gate(mode, utterance, make_
         await assert_useful(h, turn, utterance)
 
 
-async def test_partial_answer_then_fault_confirms_without_running_twice(llm_server, make_harness):
+async def test_partial_answer_then_fault_confirms_without_running_twice(scripted_llm, make_harness):
     """The event was dispatched and acknowledged before the cut: the gate adds nothing and says nothing more."""
-    llm_server.add(answer("dual_agent", "set the volume to 30", fault="drop_before_done"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, **FAST)
+    scripted_llm.add(answer("dual_agent", "set the volume to 30", fault="drop_before_done"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, **FAST)
     turn = await h.turn("set the volume to 30")
     assert turn.metrics["fault"] == "truncated" and turn.metrics["path"] == "gate"
     assert turn.speech() == ["Okay, volume thirty!"]
@@ -113,19 +115,19 @@ async def test_partial_answer_then_fault_confirms_without_running_twice(llm_serv
     assert h.audit.of("gate.used")[-1]["already_dispatched"] == ["device.volume.adjust"]
 
 
-async def test_a_tool_call_cut_before_it_completed_is_run_by_the_gate_and_confirmed(llm_server, make_harness):
+async def test_a_tool_call_cut_before_it_completed_is_run_by_the_gate_and_confirmed(scripted_llm, make_harness):
     """A streamed tool call is complete only at the stream's end: after a cut it never ran, so the gate runs it
     and says so after the model's words."""
-    llm_server.add(answer("chat_agent_tools", "set the volume to 30", fault="drop_before_done"))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url, **FAST)
+    scripted_llm.add(answer("chat_agent_tools", "set the volume to 30", fault="drop_before_done"))
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm, **FAST)
     turn = await h.turn("set the volume to 30")
     assert turn.speech(answer=1) == ["Okay, volume thirty!"] and turn.speech(answer=2) == ["Okay, volume 30."]
     assert h.mixer.changes == [("set_level", 30)]
 
 
-async def test_a_cut_before_any_word_confirms_the_gate_action(llm_server, make_harness):
-    llm_server.add(Reply(text="Bye bye, see you soon!", fault="disconnect", fault_after_chunks=0))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, **FAST)
+async def test_a_cut_before_any_word_confirms_the_gate_action(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Bye bye, see you soon!", fault="disconnect", fault_after_chunks=0))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, **FAST)
     turn = await h.turn("bye")
     assert " ".join(turn.speech()) == "Bye bye! Talk to you soon." and turn.end.terminated
 
@@ -145,10 +147,10 @@ async def run_releasing(h, text: str, release: threading.Event, **run) -> Turn:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_slow_first_token_gets_one_holding_cue_before_the_answer(mode, llm_server, make_harness):
+async def test_a_slow_first_token_gets_one_holding_cue_before_the_answer(mode, scripted_llm, make_harness):
     go = threading.Event()
-    llm_server.add(answer(mode, "what is a whale", delay_s=30, release=go))
-    h = make_harness(mode=mode, base_url=llm_server.url, first_token_timeout_s=60)
+    scripted_llm.add(answer(mode, "what is a whale", delay_s=30, release=go))
+    h = make_harness(mode=mode, llm=scripted_llm, first_token_timeout_s=60)
     h.runner.config = h.runner.config.model_copy(update={"holding_cue_after_s": 0.01})
     turn = await run_releasing(h, "what is a whale", go)
     kinds = [s.kind for s in turn.speech_items]
@@ -161,19 +163,19 @@ async def test_a_slow_first_token_gets_one_holding_cue_before_the_answer(mode, l
 
 
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
-async def test_a_fast_answer_gets_no_holding_cue(llm_server, make_harness):
-    llm_server.add(answer("dual_agent", "what is a whale"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_a_fast_answer_gets_no_holding_cue(scripted_llm, make_harness):
+    scripted_llm.add(answer("dual_agent", "what is a whale"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     h.runner.config = h.runner.config.model_copy(update={"holding_cue_after_s": 60.0})
     turn = await h.turn("what is a whale")
     assert "holding" not in [s.kind for s in turn.speech_items] and turn.metrics["holding_cue_ms"] is None
 
 
-async def test_the_cue_counts_from_the_end_of_speech(llm_server, make_harness):
+async def test_the_cue_counts_from_the_end_of_speech(scripted_llm, make_harness):
     """A turn handed over after the child already waited past the cue delay gets its cue at once."""
     go = threading.Event()
-    llm_server.add(answer("dual_agent", "what is a whale", delay_s=30, release=go))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, first_token_timeout_s=60)
+    scripted_llm.add(answer("dual_agent", "what is a whale", delay_s=30, release=go))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, first_token_timeout_s=60)
     h.runner.config = h.runner.config.model_copy(update={"holding_cue_after_s": 30.0, "turn_deadline_s": 120.0})
     turn = await run_releasing(h, "what is a whale", go, since_speech_s=31.0)
     assert turn.speech_items[0].kind == "holding"
@@ -196,9 +198,9 @@ async def test_holding_cues_vary_and_are_deterministic_under_a_seed():
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 @pytest.mark.parametrize("utterance", ["bye", "what is a whale"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_turn_deadline_ends_in_the_gate_or_the_fault_line(mode, utterance, llm_server, make_harness):
-    llm_server.add(answer(mode, utterance, fault="stall"))
-    h = make_harness(mode=mode, base_url=llm_server.url, first_token_timeout_s=60, read_timeout_s=60)
+async def test_the_turn_deadline_ends_in_the_gate_or_the_fault_line(mode, utterance, scripted_llm, make_harness):
+    scripted_llm.add(answer(mode, utterance, fault="stall"))
+    h = make_harness(mode=mode, llm=scripted_llm, first_token_timeout_s=60, read_timeout_s=60)
     h.runner.config = h.runner.config.model_copy(update={"turn_deadline_s": 0.2, **NO_CUE})
     turn = await h.turn(utterance)
     assert turn.metrics["fault"] == "deadline"
@@ -208,21 +210,21 @@ async def test_the_turn_deadline_ends_in_the_gate_or_the_fault_line(mode, uttera
 # -- provider habits absorbed: stale keep-alive connections, 400 on optional fields ----------------------
 
 
-async def test_a_stale_keep_alive_connection_is_retried_once(llm_server, make_harness):
-    llm_server.add(Reply(text="Hi there!", fault="close_keepalive"), Reply(text="Hello again."))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_a_stale_keep_alive_connection_is_retried_once(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Hi there!", fault="close_keepalive"), Reply(text="Hello again."))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     first = await h.turn("hi")
     second = await h.turn("hi again")
     assert first.speech() == ["Hi there!"] and second.speech() == ["Hello again."]
     assert second.metrics["fault"] is None
-    assert llm_server.dropped == 1 and h.runtime.chat_client.retries == 1
+    assert scripted_llm.dropped == 1 and h.runtime.chat_client.retries == 1
 
 
 @pytest.mark.parametrize(("field", "mode"), [("stream_options", "dual_agent"), ("stream_options", "chat_agent_tools"),
                                              ("tools", "chat_agent_tools")])
 async def test_a_rejected_optional_field_is_dropped_for_the_process(field, mode, make_harness, caplog):
-    with ScriptedLLMServer(default=Reply(text="Sure, here I am."), reject_fields=(field,)) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(default=Reply(text="Sure, here I am."), reject_fields=(field,)) as server:
+        h = make_harness(mode=mode, llm=server)
         with caplog.at_level(logging.WARNING, logger="toy_runtime.agent.llm"):
             first = await h.turn("hello")
             second = await h.turn("hello again")

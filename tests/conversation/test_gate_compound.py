@@ -1,7 +1,7 @@
 """Issue 34 §2: the child's words win even when the model fails — compound device requests ("mute and bye",
 "静音然后再见") are carried out by the offline gate when the model answers HTTP 500 or stalls before its first token.
 
-Real openai client against the real scripted OpenAI-compatible server on loopback; in-memory mixer.
+Real openai client against the scripted OpenAI-compatible LLM, in-process; in-memory mixer.
 """
 
 from __future__ import annotations
@@ -61,30 +61,30 @@ def assert_carried_out(h, turn, utterance: str) -> None:
 
 @pytest.mark.parametrize("utterance", list(COMPOUNDS))
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_compound_request_is_carried_out_when_the_model_answers_500(mode, utterance, llm_server,
+async def test_a_compound_request_is_carried_out_when_the_model_answers_500(mode, utterance, scripted_llm,
                                                                             make_harness):
-    llm_server.add(Reply(fault="http_500"))
-    h = make_harness(mode=mode, base_url=llm_server.url, **FAILS)
+    scripted_llm.add(Reply(fault="http_500"))
+    h = make_harness(mode=mode, llm=scripted_llm, **FAILS)
     turn = await h.turn(utterance)
     assert turn.metrics["fault"] == "http_500"
     assert_carried_out(h, turn, utterance)
-    assert llm_server.errors == []
+    assert scripted_llm.errors == []
 
 
 @pytest.mark.parametrize("utterance", NOT_CLEAR)
-async def test_a_statement_or_a_mixed_request_is_not_acted_on_after_a_500(utterance, llm_server, make_harness):
-    llm_server.add(Reply(fault="http_500"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, **FAILS)
+async def test_a_statement_or_a_mixed_request_is_not_acted_on_after_a_500(utterance, scripted_llm, make_harness):
+    scripted_llm.add(Reply(fault="http_500"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, **FAILS)
     turn = await h.turn(utterance)
     assert " ".join(turn.speech()) == h.runtime.settings.agent.fault_line
     assert turn.events == [] and h.mixer.changes == [] and not turn.end.terminated
 
 
-async def test_a_compound_cut_after_the_model_dispatched_one_action_runs_the_other_once(llm_server, make_harness):
+async def test_a_compound_cut_after_the_model_dispatched_one_action_runs_the_other_once(scripted_llm, make_harness):
     """The model's block asked only for the volume, then the stream broke: the gate adds the goodbye, never a
     second volume change, and (the model's words already said goodbye) no second farewell."""
-    llm_server.add(Reply(text=f"Okay, bye bye!<agent_events>{VOLUME}</agent_events> And", fault="drop_before_done"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, **FAILS)
+    scripted_llm.add(Reply(text=f"Okay, bye bye!<agent_events>{VOLUME}</agent_events> And", fault="drop_before_done"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, **FAILS)
     turn = await h.turn("mute and bye")
     assert h.mixer.changes == [("set_muted", True)]
     assert [e.name for e in turn.events if e.status is EventStatus.SUCCEEDED] == [VOLUME, BYE]
@@ -97,11 +97,11 @@ async def test_a_compound_cut_after_the_model_dispatched_one_action_runs_the_oth
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
 @pytest.mark.parametrize("utterance", list(COMPOUNDS))
 @pytest.mark.parametrize("mode", MODES)
-async def test_under_a_stall_the_gate_acts_after_the_first_token_budget(mode, utterance, llm_server, make_harness):
+async def test_under_a_stall_the_gate_acts_after_the_first_token_budget(mode, utterance, scripted_llm, make_harness):
     """The server sends its headers and then nothing: past `gate_first_token_s` the gate mutes/turns down, says so,
     and ends the session — long before the first-token timeout or the turn deadline, and with no fault line."""
-    llm_server.add(Reply(text="Okay, bye!", fault="stall"))
-    h = make_harness(mode=mode, base_url=llm_server.url, gate_first_token_s=0.2, first_token_timeout_s=120.0,
+    scripted_llm.add(Reply(text="Okay, bye!", fault="stall"))
+    h = make_harness(mode=mode, llm=scripted_llm, gate_first_token_s=0.2, first_token_timeout_s=120.0,
                      read_timeout_s=120.0)
     started = time.monotonic()
     turn = await h.turn(utterance)
@@ -111,14 +111,14 @@ async def test_under_a_stall_the_gate_acts_after_the_first_token_budget(mode, ut
     assert {s.answer for s in turn.speech_items} == {1}  # the gate's lines are the answer; no holding cue
     [used] = h.audit.of("gate.used")
     assert used["after"] == "first_token_budget" and used["already_dispatched"] == []
-    assert llm_server.errors == []
+    assert scripted_llm.errors == []
 
 
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
-async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(llm_server, make_harness):
+async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(scripted_llm, make_harness):
     """The default budget (1.5 s) acts long before the default first-token timeout (15 s) would give up."""
-    llm_server.add(Reply(fault="stall"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, gate_first_token_s=1.5, first_token_timeout_s=15.0)
+    scripted_llm.add(Reply(fault="stall"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, gate_first_token_s=1.5, first_token_timeout_s=15.0)
     assert type(h.runtime.settings.llm).model_fields["gate_first_token_s"].default == 1.5
     turn = await h.turn("mute and bye")
     assert turn.metrics["fault"] == "first_token_budget"
@@ -126,11 +126,11 @@ async def test_a_stalled_model_is_not_waited_for_by_the_default_budget(llm_serve
 
 
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
-async def test_no_holding_cue_before_the_gates_lines(llm_server, make_harness):
+async def test_no_holding_cue_before_the_gates_lines(scripted_llm, make_harness):
     """While the gate may still answer, the holding cue waits: the child hears "Okay, muting now", not "Hmm, let me
     think" first (the cue is due long before the budget here)."""
-    llm_server.add(Reply(fault="stall"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, gate_first_token_s=0.5, first_token_timeout_s=120.0)
+    scripted_llm.add(Reply(fault="stall"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, gate_first_token_s=0.5, first_token_timeout_s=120.0)
     h.runner.config = h.runner.config.model_copy(update={"holding_cue_after_s": 0.01})
     turn = await h.turn("mute and bye")
     assert "holding" not in [s.kind for s in turn.speech_items] and h.audit.of("turn.holding_cue") == []
@@ -138,11 +138,11 @@ async def test_no_holding_cue_before_the_gates_lines(llm_server, make_harness):
 
 
 @pytest.mark.slow  # real waits (a first-token budget, a stall, an idle timeout): outside the fast lane
-async def test_a_question_under_a_stall_is_not_answered_by_the_gate(llm_server, make_harness):
+async def test_a_question_under_a_stall_is_not_answered_by_the_gate(scripted_llm, make_harness):
     """Only a request that is entirely clear device actions and goodbye skips the model: anything else still waits
     for the model's first token (here: until its timeout, then the fault line)."""
-    llm_server.add(Reply(fault="stall"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, gate_first_token_s=0.05, first_token_timeout_s=1.0)
+    scripted_llm.add(Reply(fault="stall"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, gate_first_token_s=0.05, first_token_timeout_s=1.0)
     turn = await h.turn("mute and tell me a story")
     assert turn.metrics["fault"] == "first_token_timeout"
     assert " ".join(turn.speech()) == h.runtime.settings.agent.fault_line and h.mixer.changes == []

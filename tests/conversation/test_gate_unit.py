@@ -26,6 +26,7 @@ from toy_runtime.language import guess_locale
 from toy_runtime.plugins import default_registry
 from toy_runtime.session.gate import OfflineGate
 from toy_runtime.session.items import Speech
+from toy_runtime.session.turn_state import Turn
 
 VOLUME, BYE = "device.volume.adjust", "session.terminate"
 OFFLINE, FAULT = "I can't think right now.", "Oops, say that again?"
@@ -47,6 +48,11 @@ def ctx(utterance: str) -> ResolveContext:
                           timezone="UTC", locale=guess_locale(utterance))
 
 
+def turn(utterance: str, batch: Batch, out: list[Speech], heard=()) -> Turn:
+    """A turn for `utterance`: what it says goes to `out`; `heard` is what was said before the gate acts."""
+    return Turn("t1", ctx(utterance), batch, out.append, list(heard))  # type: ignore[arg-type]  # a Batch stand-in
+
+
 def builtin_gate() -> OfflineGate:
     return OfflineGate(default_registry(memory_ports()), NullAudit())
 
@@ -61,7 +67,7 @@ def said(speech: list[Speech]) -> list[tuple[int, str, str]]:
 def test_no_model_and_unclear_words_hear_the_offline_line_as_the_first_answer():
     """Guards `Speech(1, offline_line, kind="offline")`."""
     gate, spoken = builtin_gate(), []
-    gate.answer(ctx("what is a whale"), Batch(gate.registry), "t1", spoken.append, OFFLINE)
+    gate.answer(turn("what is a whale", Batch(gate.registry), spoken), OFFLINE)
     assert said(spoken) == [(1, "offline", OFFLINE)]
 
 
@@ -69,7 +75,7 @@ def test_no_model_and_a_clear_request_hear_its_line_and_it_runs():
     """Guards `if (line := self._reply(...)) is not None` and `kind="gate"`."""
     gate, spoken = builtin_gate(), []
     batch = Batch(gate.registry)
-    gate.answer(ctx("mute"), batch, "t1", spoken.append, OFFLINE)
+    gate.answer(turn("mute", batch, spoken), OFFLINE)
     assert said(spoken) == [(1, "gate", "Okay, muting now.")] and batch.added == [VOLUME]
 
 
@@ -81,20 +87,23 @@ def test_a_fault_before_anything_was_said_is_the_first_answer():
     gate = builtin_gate()
     for cue in ([], [Speech(0, "Hmm, let me think.", kind="holding")]):  # a holding cue is no answer
         spoken: list[Speech] = []
-        path = gate.after_fault(LLMFault("http_500", "boom"), ctx("tell me a story"), Batch(gate.registry), "t1",
-                                spoken.append, list(cue), fault_line=FAULT, offline_line=OFFLINE)
+        path = gate.after_fault(LLMFault("http_500", "boom"),
+                                turn("tell me a story", Batch(gate.registry), spoken, cue),
+                                fault_line=FAULT, offline_line=OFFLINE)
         assert said(spoken) == [(1, "fault", FAULT)] and path == "llm"
         spoken = []
-        path = gate.after_fault(LLMFault("connect", "refused"), ctx("tell me a story"), Batch(gate.registry),
-                                "t1", spoken.append, list(cue), fault_line=FAULT, offline_line=OFFLINE)
+        path = gate.after_fault(LLMFault("connect", "refused"),
+                                turn("tell me a story", Batch(gate.registry), spoken, cue),
+                                fault_line=FAULT, offline_line=OFFLINE)
         assert said(spoken) == [(1, "offline", OFFLINE)] and path == "gate"
 
 
 def test_a_fault_after_the_model_spoke_is_a_second_answer_and_never_the_offline_line():
     gate, spoken = builtin_gate(), []
     heard = [Speech(1, "Once upon a time", kind="reply")]
-    path = gate.after_fault(LLMFault("connect", "dropped"), ctx("tell me a story"), Batch(gate.registry), "t1",
-                            spoken.append, heard, fault_line=FAULT, offline_line=OFFLINE)
+    path = gate.after_fault(LLMFault("connect", "dropped"),
+                            turn("tell me a story", Batch(gate.registry), spoken, heard),
+                            fault_line=FAULT, offline_line=OFFLINE)
     assert said(spoken) == [(2, "fault", FAULT)] and path == "llm"
 
 
@@ -106,11 +115,11 @@ def test_step_in_numbers_its_lines_after_what_the_child_heard():
     gate = builtin_gate()
     spoken: list[Speech] = []
     cue = [Speech(0, "Let me see.", kind="holding")]
-    assert gate.step_in(ctx("mute"), Batch(gate.registry), "t1", spoken.append, cue, reason="stall")
+    assert gate.step_in(turn("mute", Batch(gate.registry), spoken, cue), reason="stall")
     assert said(spoken) == [(1, "gate", "Okay, muting now.")]
     spoken = []
     reply = [Speech(1, "Sure thing!", kind="reply")]
-    assert gate.step_in(ctx("mute"), Batch(gate.registry), "t1", spoken.append, reply, reason="omitted")
+    assert gate.step_in(turn("mute", Batch(gate.registry), spoken, reply), reason="omitted")
     assert said(spoken) == [(2, "gate", "Okay, muting now.")]
 
 
@@ -118,8 +127,7 @@ def test_a_goodbye_the_model_already_said_does_not_stop_the_requests_after_it():
     """Guards the `continue` past a terminal step the model's words covered (`break` lost the mute after it)."""
     gate, spoken = builtin_gate(), []
     batch = Batch(gate.registry)
-    gate.step_in(ctx("bye and mute"), batch, "t1", spoken.append, [Speech(1, "Bye bye!", kind="reply")],
-                 reason="omitted")
+    gate.step_in(turn("bye and mute", batch, spoken, [Speech(1, "Bye bye!", kind="reply")]), reason="omitted")
     assert batch.added == [BYE, VOLUME]
     assert said(spoken) == [(2, "gate", "Okay, muting now.")]
 
@@ -136,10 +144,12 @@ def test_a_silent_turn_confirms_only_what_succeeded_in_the_childs_language():
     """Guards `status is SUCCEEDED and …` (not `or`), the `locale` key and `Speech(1, …, kind="gate"/"fault")`."""
     gate = builtin_gate()
     spoken: list[Speech] = []
-    gate.confirm_silent([result(VOLUME, EventStatus.SUCCEEDED, {"mode": "mute"})], ctx("静音"), spoken.append, FAULT)
+    gate.confirm_silent(turn("静音", Batch(gate.registry), spoken),
+                        [result(VOLUME, EventStatus.SUCCEEDED, {"mode": "mute"})], FAULT)
     assert said(spoken) == [(1, "gate", "好的，静音了。")]
     spoken = []
-    gate.confirm_silent([result(VOLUME, EventStatus.FAILED, {"mode": "mute"})], ctx("mute"), spoken.append, FAULT)
+    gate.confirm_silent(turn("mute", Batch(gate.registry), spoken),
+                        [result(VOLUME, EventStatus.FAILED, {"mode": "mute"})], FAULT)
     assert said(spoken) == [(1, "fault", FAULT)]
 
 
@@ -210,7 +220,7 @@ def test_a_clause_is_read_back_from_the_whole_utterance_with_its_own_arguments()
     assert plan(gate, "bye at 2, then pick 7") == [("test.bye", {}), ("test.pick", {"n": 7})]
     assert gate.covers(ctx("bye at 2, then pick 7"))
     spoken: list[Speech] = []
-    gate.answer(ctx("bye at 2, then pick 7"), Batch(gate.registry), "t1", spoken.append, OFFLINE)
+    gate.answer(turn("bye at 2, then pick 7", Batch(gate.registry), spoken), OFFLINE)
     # guards `_reply`'s `step.arguments or None`: the line says what will run
     assert [s.text for s in spoken] == ["Bye!", "Picked 7."]
 

@@ -25,40 +25,40 @@ def _note_before_the_childs_words(request, words):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("words, locale", [("为什么天空是蓝色的？", "zh"), ("why is the sky blue?", "en"),
                                            ("Pip, 我喜欢恐龙!", "zh")])
-async def test_each_request_names_the_childs_language(mode, words, locale, llm_server, make_harness):
-    llm_server.add(Reply(text="因为阳光。" if locale == "zh" else "Because of sunlight."))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+async def test_each_request_names_the_childs_language(mode, words, locale, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="因为阳光。" if locale == "zh" else "Because of sunlight."))
+    h = make_harness(mode=mode, llm=scripted_llm)
     await h.turn(words)
-    note = _note_before_the_childs_words(llm_server.requests[-1], words)
+    note = _note_before_the_childs_words(scripted_llm.requests[-1], words)
     assert note == {"role": "system", "content": LANGUAGE_NOTES[locale]}
     # the note is never remembered: the next turn's history holds only what was said
-    llm_server.add(Reply(text="Okay."))
+    scripted_llm.add(Reply(text="Okay."))
     await h.turn("thanks")
-    history = llm_server.requests[-1]["messages"]
+    history = scripted_llm.requests[-1]["messages"]
     assert [m["content"] for m in history].count(LANGUAGE_NOTES[locale]) == (1 if locale == "en" else 0)
     assert history[-2]["content"] == LANGUAGE_NOTES["en"]
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_follow_up_answer_is_asked_in_the_childs_language(mode, llm_server, make_harness):
+async def test_the_follow_up_answer_is_asked_in_the_childs_language(mode, scripted_llm, make_harness):
     from .test_turns import reply_for  # the search turn as each mode writes it
 
-    llm_server.add(reply_for(mode, "我帮你查一下。", [("knowledge.web.search", "web_search", {"query": "恐龙"})]))
-    llm_server.add(Reply(text="恐龙生活在很久以前。"))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    scripted_llm.add(reply_for(mode, "我帮你查一下。", [("knowledge.web.search", "web_search", {"query": "恐龙"})]))
+    scripted_llm.add(Reply(text="恐龙生活在很久以前。"))
+    h = make_harness(mode=mode, llm=scripted_llm)
     await h.turn("帮我查一下恐龙")
-    follow = llm_server.requests[-1]["messages"]
+    follow = scripted_llm.requests[-1]["messages"]
     assert {"role": "system", "content": LANGUAGE_NOTES["zh"]} in follow
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_chinese_turn_hears_the_chinese_fault_line(mode, llm_server, make_harness):
-    llm_server.add(Reply(fault="http_500"))
-    h = make_harness(mode=mode, base_url=llm_server.url, **FAST)
+async def test_a_chinese_turn_hears_the_chinese_fault_line(mode, scripted_llm, make_harness):
+    scripted_llm.add(Reply(fault="http_500"))
+    h = make_harness(mode=mode, llm=scripted_llm, **FAST)
     turn = await h.turn("给我讲个故事")
     agent = h.runtime.settings.agent
     assert "".join(turn.speech()) == agent.fault_line_zh  # spoken clause by clause
-    llm_server.add(Reply(fault="http_500"))
+    scripted_llm.add(Reply(fault="http_500"))
     assert " ".join((await h.turn("tell me a story")).speech()) == agent.fault_line
 
 

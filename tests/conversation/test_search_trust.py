@@ -15,6 +15,7 @@ from toy_runtime.fakes.search import StaticSearch
 from toy_runtime.host.envelope import message_event
 from toy_runtime.ports.search import SearchHit
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES, Turn
 from .test_turns import is_follow_up, reply_for
@@ -35,8 +36,8 @@ async def test_search_off_the_model_is_not_offered_it_and_a_request_gets_the_hon
             return Reply(text="I just looked it up!")  # must never be asked for
         return reply_for(mode, "Ooh, let me check!", [SEARCH])  # a model's habit, though it was not offered
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url, search="off")
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server, search="off")
         turn = await h.turn("what was the tallest dinosaur?")
         [request] = server.requests
     prompt = json.dumps([m for m in request["messages"] if m["role"] == "system"])
@@ -51,15 +52,15 @@ async def test_search_off_the_model_is_not_offered_it_and_a_request_gets_the_hon
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.parametrize("mode", MODES)
-async def test_search_off_an_explicit_search_request_is_answered_honestly_without_the_model(mode, llm_server,
+async def test_search_off_an_explicit_search_request_is_answered_honestly_without_the_model(mode, scripted_llm,
                                                                                           make_harness):
-    llm_server.add(Reply(text="Once upon a time, a dinosaur sang."))  # only for the second turn
-    h = make_harness(mode=mode, base_url=llm_server.url, search="off")
+    scripted_llm.add(Reply(text="Once upon a time, a dinosaur sang."))  # only for the second turn
+    h = make_harness(mode=mode, llm=scripted_llm, search="off")
     turn = await h.turn("can you search the web for dinosaurs?")
-    assert llm_server.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
+    assert scripted_llm.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
     assert " ".join(turn.speech()) == OFF_LINE
     story = await h.turn("tell me a story about dinosaurs")  # anything else still goes to the model
-    assert len(llm_server.requests) == 1 and " ".join(story.speech()) == "Once upon a time, a dinosaur sang."
+    assert len(scripted_llm.requests) == 1 and " ".join(story.speech()) == "Once upon a time, a dinosaur sang."
 
 
 async def test_search_off_offline_gate_answers_an_explicit_search_request_honestly(make_harness):
@@ -72,21 +73,21 @@ async def test_search_off_offline_gate_answers_an_explicit_search_request_honest
 
 
 @pytest.mark.parametrize("text", ["Google is a big company", "Can you help me search for my teddy bear?"])
-async def test_search_off_statements_and_ordinary_requests_go_to_the_model(text, llm_server, make_harness):
+async def test_search_off_statements_and_ordinary_requests_go_to_the_model(text, scripted_llm, make_harness):
     """Only a clear search request takes the "can't look that up" gate; a sentence that merely names search does not."""
-    llm_server.add(Reply(text="Let's think about that together!"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, search="off")
+    scripted_llm.add(Reply(text="Let's think about that together!"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm, search="off")
     turn = await h.turn(text)
-    assert len(llm_server.requests) == 1 and turn.end.llm_calls == 1 and turn.metrics["path"] != "gate"
+    assert len(scripted_llm.requests) == 1 and turn.end.llm_calls == 1 and turn.metrics["path"] != "gate"
     assert " ".join(turn.speech()) == "Let's think about that together!" and OFF_LINE not in turn.speech()
 
 
 @pytest.mark.parametrize("text, line", [("look up how tall giraffes are", OFF_LINE),
                                         ("搜索一下长颈鹿有多高", "抱歉，我现在没法上网查。")])
-async def test_search_off_a_clear_search_request_still_takes_the_gate(text, line, llm_server, make_harness):
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, search="off")
+async def test_search_off_a_clear_search_request_still_takes_the_gate(text, line, scripted_llm, make_harness):
+    h = make_harness(mode="dual_agent", llm=scripted_llm, search="off")
     turn = await h.turn(text)
-    assert llm_server.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
+    assert scripted_llm.requests == [] and turn.metrics["path"] == "gate" and turn.end.llm_calls == 0
     assert " ".join(turn.speech()) == line
 
 
@@ -113,8 +114,8 @@ async def test_snippets_are_quoted_evidence_and_never_reach_history_or_event_age
             return Reply(text="Okay!<agent_events>device.volume.adjust</agent_events>")
         return Reply(text="Okay!", tool_calls=[("adjust_device_volume", '{"mode": "abs')])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url, search=search)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server, search=search)
         first = await h.turn("what was the tallest dinosaur?")
         second = await h.turn("change the volume")
         assert server.errors == []
@@ -148,7 +149,7 @@ async def test_event_agent_calls_are_attributed_to_their_own_turn_when_two_conve
     """A voice turn and a remote command on one runtime share one EventAgent; each pays only for its own call."""
     both_asked = threading.Barrier(2)
 
-    class HoldingServer(ScriptedLLMServer):
+    class HoldingServer(ScriptedLLMServer):  # blocks its handler thread: the loopback server's own
         """Neither EventAgent call is answered until both are in flight (held in the handler threads, after the
         script's lock is released), so the two turns' calls overlap on every run."""
 
@@ -168,7 +169,7 @@ async def test_event_agent_calls_are_attributed_to_their_own_turn_when_two_conve
         return Turn([item async for item in runner.run(message_event(text))])
 
     with HoldingServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url)
+        h = make_harness(mode="dual_agent", llm=server)
         other = h.runtime.new_turn_runner()
         voice, remote = await asyncio.gather(run(h.runner, "change the volume"), run(other, "do the volume thing"))
         assert server.errors == [] and len(server.requests) == 4
@@ -178,9 +179,9 @@ async def test_event_agent_calls_are_attributed_to_their_own_turn_when_two_conve
         assert turn.end.llm_calls == 2
 
 
-async def test_history_keeps_the_configured_number_of_exchanges(llm_server, make_harness):
-    llm_server.add(*[Reply(text=f"Answer {i}.") for i in range(4)])
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_history_keeps_the_configured_number_of_exchanges(scripted_llm, make_harness):
+    scripted_llm.add(*[Reply(text=f"Answer {i}.") for i in range(4)])
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     h.runner.conversation = type(h.runner.conversation)(history_turns=2)
     for i in range(4):
         await h.turn(f"question {i}")
@@ -191,19 +192,19 @@ async def test_history_keeps_the_configured_number_of_exchanges(llm_server, make
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_dual_agent_history_keeps_the_turns_event_block_for_chat_only(mode, llm_server, make_harness):
+async def test_dual_agent_history_keeps_the_turns_event_block_for_chat_only(mode, scripted_llm, make_harness):
     # a small model that sees its earlier answers without a block stops writing one (issue 17)
     if mode == "dual_agent":
-        llm_server.add(Reply(text="Okay, louder!<agent_events>device.volume.adjust</agent_events>"))
+        scripted_llm.add(Reply(text="Okay, louder!<agent_events>device.volume.adjust</agent_events>"))
     else:
-        llm_server.add(Reply(text="Okay, louder!", tool_calls=[("adjust_device_volume",
+        scripted_llm.add(Reply(text="Okay, louder!", tool_calls=[("adjust_device_volume",
                                                                  '{"mode": "relative", "delta": 10}')]))
-    llm_server.add(Reply(text="A whale is big."))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    scripted_llm.add(Reply(text="A whale is big."))
+    h = make_harness(mode=mode, llm=scripted_llm)
     first = await h.turn("louder please")
     assert [e.name for e in first.events] == ["device.volume.adjust"]
     await h.turn("what is a whale")
-    said = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "assistant"][0]["content"]
+    said = [m for m in scripted_llm.requests[-1]["messages"] if m["role"] == "assistant"][0]["content"]
     if mode == "dual_agent":
         assert said.startswith("Okay, louder!") and said.endswith("<agent_events>device.volume.adjust</agent_events>")
     else:

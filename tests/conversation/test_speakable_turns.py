@@ -9,7 +9,8 @@ import pytest
 from toy_runtime.agent.prompts import catalog_instruction
 from toy_runtime.agent.speakable import detect
 from toy_runtime.events import EventStatus
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES
 from .test_turns import is_follow_up, reply_for
@@ -35,10 +36,10 @@ def spoken_is_clean(h, turn) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_markdown_reply_is_spoken_clean(mode, llm_server, make_harness):
-    llm_server.add(Reply(text="## Dinosaur facts\n**Dinosaurs** were *huge*! 🦖\n- They laid eggs.\n"
+async def test_a_markdown_reply_is_spoken_clean(mode, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="## Dinosaur facts\n**Dinosaurs** were *huge*! 🦖\n- They laid eggs.\n"
                               "- See [the museum](https://museum.example/dinos) for more.", chunk_size=3))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("tell me about dinosaurs")
     assert turn.speech(answer=1) == ["Dinosaur facts", "Dinosaurs were huge!", "They laid eggs.",
                                      "See the museum for more."]
@@ -48,9 +49,9 @@ async def test_a_markdown_reply_is_spoken_clean(mode, llm_server, make_harness):
 
 
 @pytest.mark.parametrize("form", TEXT_CALLS)
-async def test_a_tool_call_written_as_text_runs_in_chat_agent_tools(form, llm_server, make_harness):
-    llm_server.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+async def test_a_tool_call_written_as_text_runs_in_chat_agent_tools(form, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     turn = await h.turn("set the volume to 30")
     [event] = turn.events
     assert event.name == "device.volume.adjust" and event.status is EventStatus.SUCCEEDED
@@ -63,9 +64,9 @@ async def test_a_tool_call_written_as_text_runs_in_chat_agent_tools(form, llm_se
     assert detected["source"] == "tool_calls"
 
 
-async def test_a_text_tool_call_with_an_unknown_name_is_rejected_not_spoken(llm_server, make_harness):
-    llm_server.add(Reply(text='Sure! <tool_call>{"name": "launch_rocket", "arguments": {}}</tool_call>'))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+async def test_a_text_tool_call_with_an_unknown_name_is_rejected_not_spoken(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text='Sure! <tool_call>{"name": "launch_rocket", "arguments": {}}</tool_call>'))
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     before = (await h.mixer.get()).level
     turn = await h.turn("launch the rocket")
     assert turn.speech(answer=1) == ["Sure!"]
@@ -76,9 +77,9 @@ async def test_a_text_tool_call_with_an_unknown_name_is_rejected_not_spoken(llm_
 
 
 @pytest.mark.parametrize("form", ["hermes", "bare", "json fence"])
-async def test_a_tool_call_written_as_text_is_hidden_and_audited_in_dual_agent(form, llm_server, make_harness):
-    llm_server.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_a_tool_call_written_as_text_is_hidden_and_audited_in_dual_agent(form, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Okay, volume thirty! " + TEXT_CALLS[form], chunk_size=3))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     before = (await h.mixer.get()).level
     turn = await h.turn("set the volume to 30")
     assert turn.speech(answer=1) == ["Okay, volume thirty!"]
@@ -92,9 +93,9 @@ async def test_a_tool_call_written_as_text_is_hidden_and_audited_in_dual_agent(f
     assert (await h.mixer.get()).level == 30 != before
 
 
-async def test_a_text_call_in_dual_agent_for_an_unclear_request_is_corrected(llm_server, make_harness):
-    llm_server.add(Reply(text="Okay, I'll make it nicer! " + TEXT_CALLS["hermes"], chunk_size=3))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_a_text_call_in_dual_agent_for_an_unclear_request_is_corrected(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Okay, I'll make it nicer! " + TEXT_CALLS["hermes"], chunk_size=3))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     before = (await h.mixer.get()).level
     turn = await h.turn("can you make it sound nicer")
     assert turn.events == [] and (await h.mixer.get()).level == before
@@ -102,9 +103,9 @@ async def test_a_text_call_in_dual_agent_for_an_unclear_request_is_corrected(llm
     spoken_is_clean(h, turn)
 
 
-async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(llm_server, make_harness):
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
-    llm_server.add(Reply(text=catalog_instruction(h.runtime.registry) + "\nHi there, friend!", chunk_size=4))
+async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(scripted_llm, make_harness):
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
+    scripted_llm.add(Reply(text=catalog_instruction(h.runtime.registry) + "\nHi there, friend!", chunk_size=4))
     turn = await h.turn("hello")
     assert turn.speech(answer=1) == ["Hi there, friend!"]
     spoken_is_clean(h, turn)
@@ -117,10 +118,10 @@ async def test_the_catalog_read_aloud_is_not_spoken_in_dual_agent(llm_server, ma
     assert {r["reason"] for r in ignored} == {"an example of the prompt read back"}
 
 
-async def test_a_real_block_after_the_examples_read_back_still_runs(llm_server, make_harness):
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_a_real_block_after_the_examples_read_back_still_runs(scripted_llm, make_harness):
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     catalog = catalog_instruction(h.runtime.registry)
-    llm_server.add(Reply(text=catalog + "\nBye bye!<agent_events>session.terminate</agent_events>", chunk_size=4))
+    scripted_llm.add(Reply(text=catalog + "\nBye bye!<agent_events>session.terminate</agent_events>", chunk_size=4))
     turn = await h.turn("bye")
     assert turn.speech(answer=1) == ["Bye bye!"] and turn.end.terminated
     assert [e.name for e in turn.events] == ["session.terminate"]
@@ -128,10 +129,10 @@ async def test_a_real_block_after_the_examples_read_back_still_runs(llm_server, 
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_reply_cut_by_the_token_limit_ends_at_its_last_whole_sentence(mode, llm_server, make_harness):
-    llm_server.add(Reply(text="Dinosaurs lived long ago. Some of them could fly and some could sw",
+async def test_a_reply_cut_by_the_token_limit_ends_at_its_last_whole_sentence(mode, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Dinosaurs lived long ago. Some of them could fly and some could sw",
                          finish_reason="length", chunk_size=5))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("tell me about dinosaurs")
     assert turn.speech(answer=1) == ["Dinosaurs lived long ago."]
     [dropped] = h.audit.of("chat.partial_sentence_dropped")
@@ -145,8 +146,8 @@ async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mo
             return Reply(text=f"**I checked:** the tallest was Sauroposeidon! 🦕 <tool_call>{CALL_JSON}</tool_call>")
         return reply_for(mode, "Let me check.", [("knowledge.web.search", "web_search", {"query": "tallest"})])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         before = (await h.mixer.get()).level
         turn = await h.turn("what was the tallest dinosaur?")
     # the stray call is never run; the child hears that nothing changed (the not-run correction), never the markup
@@ -156,12 +157,12 @@ async def test_the_follow_up_passes_the_same_guard_and_cannot_run_a_text_call(mo
     spoken_is_clean(h, turn)
 
 
-async def test_a_chat_agent_reminder_line_passes_the_guard(llm_server, make_harness):
+async def test_a_chat_agent_reminder_line_passes_the_guard(scripted_llm, make_harness):
     from toy_runtime.host.envelope import AgentInput, EventSource, HostEvent
     from toy_runtime.host.reminders import chat_agent_line
 
-    llm_server.add(Reply(text="**Time to brush your teeth!** 🪥 adjust_device_volume"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    scripted_llm.add(Reply(text="**Time to brush your teeth!** 🪥 adjust_device_volume"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"),
                       input=AgentInput(data={"title": "brush your teeth"}))
     assert await chat_agent_line(h.runtime, event) == "Time to brush your teeth!"
@@ -173,9 +174,9 @@ CAT = ("Here is a cat: <img src=x onerror=alert(1)> &lt;i&gt;Meow&lt;/i&gt; || <
 
 @pytest.mark.parametrize("chunk_size", [1, 3])
 @pytest.mark.parametrize("mode", MODES)
-async def test_html_in_a_streamed_reply_never_reaches_the_speaker(mode, chunk_size, llm_server, make_harness):
-    llm_server.add(Reply(text=CAT, chunk_size=chunk_size))  # every tag and reference split over deltas
-    h = make_harness(mode=mode, base_url=llm_server.url)
+async def test_html_in_a_streamed_reply_never_reaches_the_speaker(mode, chunk_size, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text=CAT, chunk_size=chunk_size))  # every tag and reference split over deltas
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("show me a cat")
     spoken = " ".join(turn.speech())
     assert "Meow" in spoken and "She says purr" in spoken
@@ -187,9 +188,9 @@ async def test_html_in_a_streamed_reply_never_reaches_the_speaker(mode, chunk_si
     assert stripped["counts"]["tag"] == 5 and stripped["counts"]["script"] == 1
 
 
-async def test_a_flood_of_html_is_one_audit_record_and_no_words(llm_server, make_harness):
-    llm_server.add(Reply(text="Hi!" + "<script>alert(1)</script><b>&lt;i&gt;</b>" * 50, chunk_size=7))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+async def test_a_flood_of_html_is_one_audit_record_and_no_words(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Hi!" + "<script>alert(1)</script><b>&lt;i&gt;</b>" * 50, chunk_size=7))
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     turn = await h.turn("hello")
     assert turn.speech(answer=1) == ["Hi!"]
     assert h.audit.of("chat.text_hidden") == []  # never one record per element
@@ -209,10 +210,10 @@ TOOL_TALK = {
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", TOOL_TALK)
-async def test_tool_talk_is_dropped_whole_in_both_modes(mode, case, llm_server, make_harness):
+async def test_tool_talk_is_dropped_whole_in_both_modes(mode, case, scripted_llm, make_harness):
     text, spoken = TOOL_TALK[case]
-    llm_server.add(Reply(text=text, chunk_size=3))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    scripted_llm.add(Reply(text=text, chunk_size=3))
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("tell me a joke")
     assert turn.speech(answer=1) == spoken
     spoken_is_clean(h, turn)

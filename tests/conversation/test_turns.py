@@ -9,7 +9,8 @@ import pytest
 from toy_runtime.agent.prompts import RESULTS_PREFIX
 from toy_runtime.events import EventStatus
 from toy_runtime.fakes.device import MemoryMixer
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES
 
@@ -34,12 +35,12 @@ def is_follow_up(request):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_clear_volume_turn_is_one_llm_call_and_silent(mode, llm_server, make_harness):
-    llm_server.add(reply_for(mode, "Okay, setting my volume to thirty!",
+async def test_clear_volume_turn_is_one_llm_call_and_silent(mode, scripted_llm, make_harness):
+    scripted_llm.add(reply_for(mode, "Okay, setting my volume to thirty!",
                              [("device.volume.adjust", "adjust_device_volume", {"mode": "absolute", "value": 30})]))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("set the volume to 30")
-    assert turn.end.llm_calls == 1 and len(llm_server.requests) == 1
+    assert turn.end.llm_calls == 1 and len(scripted_llm.requests) == 1
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED and dict(event.arguments) == {"mode": "absolute", "value": 30}
     assert turn.speech(answer=2) == []  # silent success: no second answer
@@ -47,16 +48,16 @@ async def test_clear_volume_turn_is_one_llm_call_and_silent(mode, llm_server, ma
     assert "<agent_events>" not in " ".join(turn.speech()) and "agent_events" not in " ".join(turn.speech())
 
 
-async def test_direct_mode_history_keeps_the_calls_that_ran_with_their_status_only(llm_server, make_harness):
+async def test_direct_mode_history_keeps_the_calls_that_ran_with_their_status_only(scripted_llm, make_harness):
     """chat_agent_tools: the next request shows the earlier turn's call as it ran (the child's 30, not the model's
     80), answered by a status-only tool message, so a small model keeps seeing the form it is asked to write."""
-    llm_server.add(reply_for("chat_agent_tools", "Okay!",
+    scripted_llm.add(reply_for("chat_agent_tools", "Okay!",
                              [("device.volume.adjust", "adjust_device_volume", {"mode": "absolute", "value": 80})]),
                    Reply(text="Hi again!"))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     await h.turn("set the volume to 30")
     await h.turn("hello")
-    history = llm_server.requests[1]["messages"][1:-1]
+    history = scripted_llm.requests[1]["messages"][1:-1]
     history = [m for m in history if m["role"] != "system"]
     assert [m["role"] for m in history] == ["user", "assistant", "tool"]
     [call] = history[1]["tool_calls"]
@@ -69,13 +70,13 @@ async def test_direct_mode_history_keeps_the_calls_that_ran_with_their_status_on
     assert all("tool_calls" not in m for m in h.runner.conversation.slice_for_events())
 
 
-async def test_modes_send_catalog_or_tools_only(llm_server, make_harness):
-    llm_server.add(Reply(text="Hi!"), Reply(text="Hi!"))
-    dual = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_modes_send_catalog_or_tools_only(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Hi!"), Reply(text="Hi!"))
+    dual = make_harness(mode="dual_agent", llm=scripted_llm)
     await dual.turn("hello")
-    tools = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    tools = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     await tools.turn("hello")
-    dual_request, tools_request = llm_server.requests
+    dual_request, tools_request = scripted_llm.requests
     assert "tools" not in dual_request or dual_request["tools"] == []
     catalog = [m["content"] for m in dual_request["messages"] if m["role"] == "system"]
     assert any("device.volume.adjust" in c and "<agent_events>" in c for c in catalog)
@@ -87,7 +88,7 @@ async def test_modes_send_catalog_or_tools_only(llm_server, make_harness):
         assert dual_request[key] == tools_request[key]
 
 
-async def test_parity_same_scenario_same_results(llm_server, make_harness):
+async def test_parity_same_scenario_same_results(scripted_llm, make_harness):
     """Same registry, same normalized arguments, same statuses and policies in both modes."""
     scenario = [("device.volume.adjust", "adjust_device_volume", {"mode": "relative", "delta": 20}),
                 ("calendar.schedule.create", "add_schedule", {})]
@@ -95,8 +96,8 @@ async def test_parity_same_scenario_same_results(llm_server, make_harness):
     for mode in MODES:
         events = scenario if mode == "dual_agent" else [
             scenario[0], ("calendar.schedule.create", "add_schedule", {"title": "brush my teeth"})]
-        llm_server.add(reply_for(mode, "Sure, louder, and I'll remind you.", events))
-        h = make_harness(mode=mode, base_url=llm_server.url)
+        scripted_llm.add(reply_for(mode, "Sure, louder, and I'll remind you.", events))
+        h = make_harness(mode=mode, llm=scripted_llm)
         turn = await h.turn("turn it up by 20 and remind me to brush my teeth in 10 minutes")
         outcomes[mode] = [(e.name, e.status, e.policy, {k: v for k, v in e.arguments.items() if k != "start_at"})
                           for e in turn.events]
@@ -107,16 +108,16 @@ async def test_parity_same_scenario_same_results(llm_server, make_harness):
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
 @pytest.mark.parametrize("mode", MODES)
-async def test_multiple_events_execute_concurrently(mode, llm_server, make_harness):
+async def test_multiple_events_execute_concurrently(mode, scripted_llm, make_harness):
     from toy_runtime.fakes.search import StaticSearch
 
     search = StaticSearch(delay_s=0.4)
-    llm_server.add(reply_for(mode, "Turning it up and checking!", [
+    scripted_llm.add(reply_for(mode, "Turning it up and checking!", [
         ("knowledge.web.search", "web_search", {"query": "dinosaur facts"}),
         ("device.volume.adjust", "adjust_device_volume", {"mode": "relative", "delta": 10}),
     ]))
-    llm_server.add(Reply(text="I checked: dinosaurs lived long ago."))
-    h = make_harness(mode=mode, base_url=llm_server.url, search=search)
+    scripted_llm.add(Reply(text="I checked: dinosaurs lived long ago."))
+    h = make_harness(mode=mode, llm=scripted_llm, search=search)
     turn = await h.turn("louder please, and look up dinosaur facts")
     names = [e.name for e in turn.events]
     assert names == ["device.volume.adjust", "knowledge.web.search"]  # volume finished while search ran
@@ -126,29 +127,29 @@ async def test_multiple_events_execute_concurrently(mode, llm_server, make_harne
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_terminate_farewell_then_siblings_then_end_without_second_call(mode, llm_server, make_harness):
-    llm_server.add(reply_for(mode, "Bye bye, see you soon!", [
+async def test_terminate_farewell_then_siblings_then_end_without_second_call(mode, scripted_llm, make_harness):
+    scripted_llm.add(reply_for(mode, "Bye bye, see you soon!", [
         ("session.terminate", "terminate_session", {}),
         ("device.volume.adjust", "adjust_device_volume", {"mode": "mute"}),
     ]))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("mute yourself and goodbye")
     assert turn.speech(answer=1) == ["Bye bye, see you soon!"]
     statuses = {e.name: e.status for e in turn.events}
     assert statuses == {"session.terminate": EventStatus.SUCCEEDED, "device.volume.adjust": EventStatus.SUCCEEDED}
     assert [e.name for e in turn.events] == ["device.volume.adjust", "session.terminate"]  # sibling first
-    assert turn.end.terminated and turn.end.llm_calls == 1 and len(llm_server.requests) == 1
+    assert turn.end.terminated and turn.end.llm_calls == 1 and len(scripted_llm.requests) == 1
     assert (await h.mixer.get()).muted
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_volume_failure_gives_corrective_line(mode, llm_server, make_harness):
+async def test_volume_failure_gives_corrective_line(mode, scripted_llm, make_harness):
     from toy_runtime.fakes.device import MemoryMixer
     from toy_runtime.ports.device import MixerError
 
-    llm_server.add(reply_for(mode, "Okay, quieter!",
+    scripted_llm.add(reply_for(mode, "Okay, quieter!",
                              [("device.volume.adjust", "adjust_device_volume", {"mode": "relative", "delta": -10})]))
-    h = make_harness(mode=mode, base_url=llm_server.url, mixer=MemoryMixer(error=MixerError("busy", "mixer is busy")))
+    h = make_harness(mode=mode, llm=scripted_llm, mixer=MemoryMixer(error=MixerError("busy", "mixer is busy")))
     turn = await h.turn("quieter please")
     [event] = turn.events
     assert event.status is EventStatus.FAILED
@@ -158,29 +159,29 @@ async def test_volume_failure_gives_corrective_line(mode, llm_server, make_harne
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_schedule_confirmation_is_deterministic(mode, llm_server, make_harness):
-    llm_server.add(reply_for(mode, "Sure, I'll remember that.", [
+async def test_schedule_confirmation_is_deterministic(mode, scripted_llm, make_harness):
+    scripted_llm.add(reply_for(mode, "Sure, I'll remember that.", [
         ("calendar.schedule.create", "add_schedule", {"title": "feed the cat"})]))
-    h = make_harness(mode=mode, base_url=llm_server.url)
+    h = make_harness(mode=mode, llm=scripted_llm)
     turn = await h.turn("remind me to feed the cat in 10 minutes")
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED
     [confirmation] = turn.speech(answer=2)
     assert "feed the cat" in confirmation
-    assert turn.end.llm_calls == 1 and len(llm_server.requests) == 1
+    assert turn.end.llm_calls == 1 and len(scripted_llm.requests) == 1
     assert len(await h.calendar.list()) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, llm_server, make_harness):
+async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, scripted_llm, make_harness):
     def answer(request):
         if request.get("tool_choice") not in (None, "auto", "none"):
             return Reply(tool_calls=[("add_schedule", json.dumps({"title": "go to the park"}))])
         return reply_for(mode, "Okay!", [("calendar.schedule.create", "add_schedule", {"title": "go to the park"})])
 
     h = make_harness(mode=mode, base_url="http://unused")
-    with __import__("toy_runtime.testing.scripted_llm", fromlist=["x"]).ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         turn = await h.turn("remind me to go to the park tomorrow night")
     [event] = turn.events
     assert event.status is EventStatus.NEEDS_CLARIFICATION
@@ -190,7 +191,7 @@ async def test_vague_schedule_asks_one_question_and_creates_nothing(mode, llm_se
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_search_gives_first_answer_then_one_grounded_second_answer(mode, make_harness):
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     def answer(request):
         if is_follow_up(request):
@@ -198,8 +199,8 @@ async def test_search_gives_first_answer_then_one_grounded_second_answer(mode, m
         return reply_for(mode, "Ooh, good question, let me check.", [
             ("knowledge.web.search", "web_search", {"query": "tallest dinosaur"})])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         turn = await h.turn("what was the tallest dinosaur?")
         first, second = server.requests
     assert " ".join(turn.speech(answer=1)) == "Ooh, good question, let me check."
@@ -234,15 +235,15 @@ async def test_search_failure_gets_a_truthful_line_and_no_follow_up(mode, make_h
     """No evidence, no follow-up: the model is not asked to talk about a search that did not happen."""
     from toy_runtime.fakes.search import StaticSearch
     from toy_runtime.ports.search import SearchError
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     def answer(request):
         if is_follow_up(request):
             return Reply(text="I just looked it up: it is sunny!")  # what must never be said
         return reply_for(mode, "Let me look.", [("knowledge.web.search", "web_search", {"query": "weather"})])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url, search=StaticSearch(fail_always=SearchError("down")))
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server, search=StaticSearch(fail_always=SearchError("down")))
         turn = await h.turn("what's the weather today?")
         assert server.errors == [] and len(server.requests) == 1
     assert turn.events[0].status is EventStatus.FAILED
@@ -252,26 +253,26 @@ async def test_search_failure_gets_a_truthful_line_and_no_follow_up(mode, make_h
 
 
 async def test_follow_up_cannot_trigger_events(make_harness):
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     def answer(request):
         if is_follow_up(request):  # e.g. injected by a search result
             return Reply(text="Found it!<agent_events>device.volume.adjust, session.terminate</agent_events>")
         return reply_for("dual_agent", "Checking.", [("knowledge.web.search", "web_search", {})])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server)
         turn = await h.turn("search for loud music")
     assert [e.name for e in turn.events] == ["knowledge.web.search"]
     assert not turn.end.terminated and h.mixer.calls == []
     assert h.audit.of("event.ignored")
 
 
-async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server, make_harness):
-    llm_server.add(Reply(text="3 < 5 is true!<agent_events>device.explode, device.volume.adjust</agent_events>",
+async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="3 < 5 is true!<agent_events>device.explode, device.volume.adjust</agent_events>",
                          chunk_size=1))
-    llm_server.add(Reply(text="Sure thing.<agent_events>session.terminate", chunk_size=2))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    scripted_llm.add(Reply(text="Sure thing.<agent_events>session.terminate", chunk_size=2))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     first = await h.turn("turn it up a bit")
     assert first.speech(answer=1) == ["3 less than 5 is true!"]  # a comparison is said in words, never as a sign
     assert [e.name for e in first.events] == ["device.volume.adjust"]
@@ -285,11 +286,11 @@ async def test_unknown_unclosed_and_stray_markup_never_spoken_or_run(llm_server,
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
-async def test_event_dispatched_before_reply_ends(llm_server, make_harness):
+async def test_event_dispatched_before_reply_ends(scripted_llm, make_harness):
     """The block closes early; slow text after it must not delay the event."""
-    llm_server.add(Reply(text="Okay!<agent_events>device.volume.adjust</agent_events> And here is a long story "
+    scripted_llm.add(Reply(text="Okay!<agent_events>device.volume.adjust</agent_events> And here is a long story "
                               "about a dragon who liked music very much.", chunk_size=4, chunk_delay_s=0.02))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     turn = await h.turn("set the volume to 40")
     event_index = next(i for i, item in enumerate(turn.items) if hasattr(item, "result"))
     last_speech = max(i for i, item in enumerate(turn.items) if hasattr(item, "answer") and item.answer == 1)
@@ -298,20 +299,20 @@ async def test_event_dispatched_before_reply_ends(llm_server, make_harness):
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
-async def test_tool_call_dispatched_before_stream_ends(llm_server, make_harness):
-    llm_server.add(Reply(text="Okay!", tool_calls=[
+async def test_tool_call_dispatched_before_stream_ends(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Okay!", tool_calls=[
         ("adjust_device_volume", json.dumps({"mode": "absolute", "value": 20})),
         ("web_search", json.dumps({"query": "a very long query about many things " * 3})),
     ], chunk_delay_s=0.01, repeat_id_and_name=True))
-    llm_server.add(Reply(text="Checked."))
-    h = make_harness(mode="chat_agent_tools", base_url=llm_server.url)
+    scripted_llm.add(Reply(text="Checked."))
+    h = make_harness(mode="chat_agent_tools", llm=scripted_llm)
     turn = await h.turn("volume 20 and search")
     volume = next(e for e in turn.events if e.name == "device.volume.adjust")
     assert volume.status is EventStatus.SUCCEEDED and volume.arguments["value"] == 20
 
 
 async def test_malformed_tool_arguments_fall_back_not_crash(make_harness):
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     def answer(request):
         tool_choice = request.get("tool_choice")
@@ -321,8 +322,8 @@ async def test_malformed_tool_arguments_fall_back_not_crash(make_harness):
             return Reply(tool_calls=[("adjust_device_volume", json.dumps({"mode": "relative", "delta": 10}))])
         return Reply(text="Okay!", tool_calls=[("adjust_device_volume", '{"mode": "abs')])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="chat_agent_tools", base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="chat_agent_tools", llm=server)
         turn = await h.turn("change the volume")
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED and event.resolution.value == "llm_fallback"
@@ -330,7 +331,7 @@ async def test_malformed_tool_arguments_fall_back_not_crash(make_harness):
 
 
 async def test_event_agent_fallback_in_dual_mode_sees_only_its_schema(make_harness):
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     def answer(request):
         if isinstance(request.get("tool_choice"), dict):
@@ -339,8 +340,8 @@ async def test_event_agent_fallback_in_dual_mode_sees_only_its_schema(make_harne
             return Reply(tool_calls=[("adjust_device_volume", json.dumps({"mode": "unmute"}))])
         return Reply(text="Okay!<agent_events>device.volume.adjust</agent_events>")
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server)
         turn = await h.turn("do the volume thing")
         assert len(server.requests) == 2
     assert turn.events[0].arguments == {"mode": "unmute"} and turn.events[0].fallback_used
@@ -359,8 +360,8 @@ async def test_an_event_agent_failure_inside_a_turn_fails_the_event_truthfully(f
         return Reply(text="Let me try.<agent_events>device.volume.adjust</agent_events>")
 
     mixer = MemoryMixer()
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url, mixer=mixer)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server, mixer=mixer)
         level = mixer.level
         turn = await h.turn("do the volume thing")
         [event] = turn.events
@@ -388,8 +389,8 @@ async def test_event_agent_asks_the_configured_event_model(make_harness):
         models["chat"] = request["model"]
         return Reply(text="Okay!<agent_events>device.volume.adjust</agent_events>")
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url, event_model="tiny-event-model")
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server, event_model="tiny-event-model")
         turn = await h.turn("do the volume thing")
     assert turn.events[0].fallback_used and turn.events[0].status is EventStatus.SUCCEEDED
     assert models == {"chat": "scripted-model", "event_agent": "tiny-event-model"}
@@ -398,23 +399,23 @@ async def test_event_agent_asks_the_configured_event_model(make_harness):
 @pytest.mark.parametrize("fault", ["http_500", "drop_before_done", "empty_stream",
                                    pytest.param("hang", marks=pytest.mark.slow),  # waits out the real read timeout
                                    "malformed_chunk", "disconnect"])
-async def test_provider_faults_speak_fallback_and_next_turn_works(fault, llm_server, make_harness):
-    llm_server.add(Reply(text="This will break partway through.", fault=fault, fault_after_chunks=2),
+async def test_provider_faults_speak_fallback_and_next_turn_works(fault, scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="This will break partway through.", fault=fault, fault_after_chunks=2),
                    Reply(text="I'm fine now."))
     # the hang case waits the read timeout out; it is generous so that the good turn never hits it on a busy machine
-    h = make_harness(mode="dual_agent", base_url=llm_server.url, read_timeout_s=3.0)
+    h = make_harness(mode="dual_agent", llm=scripted_llm, read_timeout_s=3.0)
     broken = await h.turn("hello")
     assert " ".join(broken.speech()).endswith(h.runtime.settings.agent.fault_line)
     assert broken.metrics["fault"] is not None
     assert h.audit.of("llm.fault")
     ok = await h.turn("hello again")
     assert ok.speech() == ["I'm fine now."] and ok.metrics["fault"] is None, (h.audit.of("llm.fault"),
-                                                                                 llm_server.errors)
+                                                                                 scripted_llm.errors)
 
 
-async def test_missing_usage_is_estimated_and_audited(llm_server, make_harness):
-    llm_server.add(Reply(text="Hello there!", fault="no_usage"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_missing_usage_is_estimated_and_audited(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Hello there!", fault="no_usage"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     turn = await h.turn("hi")
     assert turn.speech() == ["Hello there!"]
     first = turn.metrics["first_answer"]
@@ -422,9 +423,9 @@ async def test_missing_usage_is_estimated_and_audited(llm_server, make_harness):
     assert h.audit.of("llm.usage_missing")
 
 
-async def test_provider_usage_is_reported(llm_server, make_harness):
-    llm_server.add(Reply(text="Hello there!", usage={"prompt_tokens": 123, "completion_tokens": 7}))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_provider_usage_is_reported(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="Hello there!", usage={"prompt_tokens": 123, "completion_tokens": 7}))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     turn = await h.turn("hi")
     first = turn.metrics["first_answer"]
     assert (first["prompt_tokens"], first["completion_tokens"], first["usage_source"]) == (123, 7, "provider")
@@ -455,12 +456,12 @@ async def test_offline_gate_when_endpoint_unreachable(make_harness):
     assert (await h.mixer.get()).muted
 
 
-async def test_gate_shortcut_skips_the_llm_for_clear_requests(llm_server, make_harness):
-    llm_server.add(Reply(text="should not be used"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_gate_shortcut_skips_the_llm_for_clear_requests(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="should not be used"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     h.runner.config = h.runner.config.model_copy(update={"gate_shortcut": True})
     turn = await h.turn("unmute")
-    assert llm_server.requests == [] and turn.metrics["path"] == "gate"
+    assert scripted_llm.requests == [] and turn.metrics["path"] == "gate"
     assert turn.events[0].arguments == {"mode": "unmute"}
 
 
@@ -472,9 +473,9 @@ async def test_deterministic_lines_follow_the_childs_language(make_harness):
     assert bye.speech(answer=1) == ["拜拜，下次再聊！"] and bye.end.terminated
 
 
-async def test_chinese_schedule_confirmation(llm_server, make_harness):
-    llm_server.add(Reply(text="好的！<agent_events>calendar.schedule.create</agent_events>"))
-    h = make_harness(mode="dual_agent", base_url=llm_server.url)
+async def test_chinese_schedule_confirmation(scripted_llm, make_harness):
+    scripted_llm.add(Reply(text="好的！<agent_events>calendar.schedule.create</agent_events>"))
+    h = make_harness(mode="dual_agent", llm=scripted_llm)
     turn = await h.turn("十分钟后提醒我喝水")
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED
@@ -483,7 +484,7 @@ async def test_chinese_schedule_confirmation(llm_server, make_harness):
 
 
 async def test_event_agent_derives_a_focused_query_from_history(make_harness):
-    from toy_runtime.testing.scripted_llm import ScriptedLLMServer
+    from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
     seen = {}
 
@@ -495,8 +496,8 @@ async def test_event_agent_derives_a_focused_query_from_history(make_harness):
             return Reply(text="I checked: tomorrow in Paris will be rainy.")
         return Reply(text="Let me check.<agent_events>knowledge.web.search</agent_events>")
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server)
         first = await h.turn("what's the weather in Paris today?")
         second = await h.turn("and what about tomorrow?")
     assert first.events[0].arguments["query"].lower().startswith("the weather in paris")  # self-contained: no LLM
@@ -518,8 +519,8 @@ async def test_a_silent_tool_call_is_sent_back_with_text_content_never_null(make
             return Reply(text="You're welcome!")
         return Reply(text="", tool_calls=[("web_search", json.dumps({"query": "weather in Beijing"}))])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="chat_agent_tools", base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="chat_agent_tools", llm=server)
         await h.turn("what's the weather in Beijing?")
         await h.turn("thanks")
         requests = server.requests

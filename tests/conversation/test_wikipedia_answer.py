@@ -9,7 +9,8 @@ import pytest
 
 from toy_runtime.events import EventStatus
 from toy_runtime.testing.fake_wikipedia import FakeWikipedia
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES
 from .test_turns import is_follow_up, reply_for
@@ -29,8 +30,8 @@ async def test_the_default_search_grounds_a_second_answer_in_a_wikipedia_summary
         return reply_for(mode, "Let me look that up.", [SEARCH])
 
     async with FakeWikipedia() as wiki:
-        with ScriptedLLMServer(answer) as server:
-            h = make_harness(mode=mode, base_url=server.url, search={"wikipedia_url": wiki.base_url})
+        with ScriptedLLMTransport(answer) as server:
+            h = make_harness(mode=mode, llm=server, search={"wikipedia_url": wiki.base_url})
             assert h.runtime.settings.search.provider == "wikipedia"  # the default, not chosen here
             assert h.runtime.registry.lookup("knowledge.web.search").advertised
             turn = await h.turn("how tall are giraffes?")
@@ -55,8 +56,8 @@ async def test_without_network_the_default_search_fails_fast_and_the_child_hears
         assert not is_follow_up(request), "a failed search must not get a follow-up"
         return reply_for("dual_agent", "Let me look that up.", [SEARCH])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="dual_agent", base_url=server.url,
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="dual_agent", llm=server,
                          search={"wikipedia_url": f"http://127.0.0.1:{unused_tcp_port}/{{lang}}"})
         turn = await h.turn("how tall are giraffes?")
     [event] = turn.events

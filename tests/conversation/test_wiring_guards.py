@@ -9,7 +9,8 @@ import pytest
 from toy_runtime.fakes.search import StaticSearch
 from toy_runtime.plugins.web_search import SNIPPET_CHARS, SUMMARY_HITS
 from toy_runtime.ports.search import SearchHit
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES
 from .test_search_trust import SEARCH, is_event_agent
@@ -36,8 +37,8 @@ async def test_the_follow_up_gets_the_search_summary_not_the_raw_payload(mode, m
             return Reply(text="I checked: Sauroposeidon was the tallest.")
         return reply_for(mode, "Let me check.", [SEARCH])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url, search=search)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server, search=search)
         turn = await h.turn("what was the tallest dinosaur?")
         assert server.errors == []
     assert " ".join(turn.speech(answer=2)) == "I checked: Sauroposeidon was the tallest."
@@ -61,8 +62,8 @@ async def test_a_schedule_confirmation_is_spoken_before_the_follow_up(make_harne
             return Reply(text="I checked: Sauroposeidon was the tallest.")
         return reply_for("chat_agent_tools", "Let me check.", [SEARCH, schedule])
 
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode="chat_agent_tools", base_url=server.url, search=search)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode="chat_agent_tools", llm=server, search=search)
         turn = await h.turn("what was the tallest dinosaur? and remind me to feed the cat in 10 minutes")
         assert server.errors == []
     kinds = [(s.kind, s.text) for s in turn.speech_items if s.answer == 2]

@@ -1,6 +1,6 @@
 """End-to-end turns in both modes: the child's words outrank what the model (ChatAgent or EventAgent) proposes.
 
-Real openai client, real scripted OpenAI-compatible server on loopback; in-memory mixer and calendar.
+Real openai client, the scripted OpenAI-compatible LLM in-process; in-memory mixer and calendar.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import json
 import pytest
 
 from toy_runtime.events import EventStatus
-from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
+from toy_runtime.testing.scripted_llm import Reply
+from toy_runtime.testing.scripted_transport import ScriptedLLMTransport
 
 from .conftest import MODES
 
@@ -37,8 +38,8 @@ def scripted(mode, reply, event, tool, proposed):
 async def test_the_model_proposes_80_the_child_said_30(mode, make_harness):
     answer, agent_calls = scripted(mode, "Okay!", "device.volume.adjust", "adjust_device_volume",
                                    {"mode": "absolute", "value": 80})
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         turn = await h.turn("set the volume to 30")
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED and dict(event.arguments) == {"mode": "absolute", "value": 30}
@@ -51,8 +52,8 @@ async def test_a_proposal_fills_only_the_direction_the_words_left_open(mode, mak
     # "by 20" is the child's; louder or quieter is not said, so the model's sign is used — never its size
     answer, agent_calls = scripted(mode, "Okay!", "device.volume.adjust", "adjust_device_volume",
                                    {"mode": "relative", "delta": -80})
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         await h.mixer.set_level(50)
         turn = await h.turn("change the volume by 20")
     [event] = turn.events
@@ -65,8 +66,8 @@ async def test_a_proposal_fills_only_the_direction_the_words_left_open(mode, mak
 async def test_no_time_said_asks_and_the_answer_completes_it(mode, make_harness):
     wrong = {"title": "Plants", "start_at": "2030-01-01T07:00:00+08:00"}
     answer, agent_calls = scripted(mode, "Sure!", "calendar.schedule.create", "add_schedule", wrong)
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         first = await h.turn("remind me to water the plants")
         [event] = first.events
         assert event.status is EventStatus.NEEDS_CLARIFICATION and "start_at" not in event.arguments
@@ -85,8 +86,8 @@ async def test_no_time_said_asks_and_the_answer_completes_it(mode, make_harness)
 async def test_a_time_the_child_said_wins_over_the_proposed_one(mode, make_harness):
     wrong = {"title": "Water plants", "start_at": "2030-01-01T07:00:00+08:00"}
     answer, _ = scripted(mode, "Sure!", "calendar.schedule.create", "add_schedule", wrong)
-    with ScriptedLLMServer(answer) as server:
-        h = make_harness(mode=mode, base_url=server.url)
+    with ScriptedLLMTransport(answer) as server:
+        h = make_harness(mode=mode, llm=server)
         turn = await h.turn("remind me to water the plants at 5 pm tomorrow")
     [event] = turn.events
     assert event.status is EventStatus.SUCCEEDED, event

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Literal, Sequence
 
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, SourceProtocol
-from .llm import CallStats, ChatClient, ContentDelta, ToolCallDeltas
+from ..ports.llm import CallStats, ChatStream, ContentDelta, ToolCallDeltas
 from .markup import Hidden
 from .prompts import (
     CLOSE,
@@ -84,7 +84,7 @@ class Sampling:
 class ChatAgent:
     """Builds ChatAgent requests and streams replies in the configured invocation mode."""
 
-    def __init__(self, client: ChatClient, registry: EventRegistry, *, mode: Mode, model: str, persona: str,
+    def __init__(self, client: ChatStream, registry: EventRegistry, *, mode: Mode, model: str, persona: str,
                  sampling: Sampling, audit: AuditSink, first_clause_min_chars: int = 12,
                  tools_reply_first: bool = False) -> None:
         self.client = client

@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from typing import Any, Literal, Mapping
 
 from ..events import EventDefinition, FallbackAnswer, ResolveContext
-from .llm import CallStats, ChatClient, Collected, LLMFault
+from ..ports.llm import CallStats, ChatStream, Collected, LLMFault
 from .tool_calls import parse_arguments
 
 HISTORY_SLICE = 2  # the last user/assistant messages before the current utterance
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 class EventAgent:
     """Implements the kernel's ArgumentFallback port over an OpenAI-compatible endpoint."""
 
-    def __init__(self, client: ChatClient, *, model: str, max_tokens: int) -> None:
+    def __init__(self, client: ChatStream, *, model: str, max_tokens: int) -> None:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens

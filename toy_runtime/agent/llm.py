@@ -16,12 +16,16 @@ import json
 import logging
 import ssl
 import time
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
-from ..errors import ToyError
 from ..language import TOKEN_ESTIMATOR, estimate_tokens  # noqa: F401 - TOKEN_ESTIMATOR: named in bench reports
+# the port's values, re-exported: the agent and its callers have always named them here
+from ..ports.llm import (CallStats, ChatStream, Collected, ContentDelta, LLMFault, StreamItem,  # noqa: F401
+                         ToolCallDeltas)
 from .prefetch import PrefetchedStream, request_key
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def estimate_prompt_tokens(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:
@@ -42,97 +46,6 @@ log = logging.getLogger(__name__)
 OPTIONAL_FIELDS = ("stream_options", "tools")
 
 
-class LLMFault(ToyError):
-    """A provider failure with a stable code: connect | first_token_timeout | timeout | disconnect | http_<status> |
-    empty_stream | truncated | protocol."""
-
-    code = "llm_fault"
-
-    def __init__(self, code: str, message: str):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-    @property
-    def unreachable(self) -> bool:
-        """True when the endpoint could not be reached at all (the offline gate may answer instead)."""
-        return self.code == "connect"
-
-
-@dataclass(frozen=True)
-class ContentDelta:
-    """Visible-content text from the model."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallDeltas:
-    """Raw `delta.tool_calls` entries of one chunk."""
-
-    deltas: tuple[Any, ...]
-
-
-StreamItem = ContentDelta | ToolCallDeltas
-
-
-@dataclass(frozen=True)
-class Collected:
-    """A streamed answer put back together: its visible text and each tool call as (name, arguments text)."""
-
-    content: str
-    tool_calls: tuple[tuple[str, str], ...]
-
-
-@dataclass
-class CallStats:
-    """What one ChatAgent/EventAgent call cost and how fast it was (perf_counter seconds)."""
-
-    purpose: str
-    started: float = field(default_factory=time.perf_counter)
-    first_chunk_at: float | None = None
-    first_content_at: float | None = None
-    first_tool_call_at: float | None = None
-    finished_at: float | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage_source: Literal["provider", "estimate"] = "estimate"
-    finish_reason: str | None = None
-    fault: str | None = None
-    setup_ms: float = 0.0  # importing the SDK before the first request: the runtime's cost, not the provider's
-    prefetched_ms: float | None = None  # the request went out this long before the call (speculation adopted)
-
-    @property
-    def ttft_ms(self) -> float | None:
-        return None if self.first_content_at is None else (self.first_content_at - self.started) * 1000
-
-    @property
-    def first_chunk_ms(self) -> float | None:
-        return None if self.first_chunk_at is None else (self.first_chunk_at - self.started) * 1000
-
-    @property
-    def total_ms(self) -> float | None:
-        return None if self.finished_at is None else (self.finished_at - self.started) * 1000
-
-    def as_dict(self) -> dict[str, Any]:
-        r = lambda v: None if v is None else round(v, 3)  # noqa: E731
-        return {
-            "purpose": self.purpose,
-            "ttft_ms": r(self.ttft_ms),
-            "first_chunk_ms": r(self.first_chunk_ms),
-            "first_tool_call_ms": r(None if self.first_tool_call_at is None
-                                    else (self.first_tool_call_at - self.started) * 1000),
-            "total_ms": r(self.total_ms),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "usage_source": self.usage_source,
-            "finish_reason": self.finish_reason,
-            "fault": self.fault,
-            "setup_ms": round(self.setup_ms, 3),
-            "prefetched_ms": r(self.prefetched_ms),
-        }
-
-
 class ChatClient:
     """Streaming Chat Completions against any OpenAI-compatible endpoint (no SDK retries: latency first).
 
@@ -144,11 +57,17 @@ class ChatClient:
     (a local CPU model spends most of it in prompt prefill); `read_timeout_s` bounds each wait between chunks after
     that. Both run as asyncio timeouts around the stream; httpx's own read timeout (applied per socket read) is set
     to the larger of the two and only backs them up.
+
+    `transport`: the httpx transport the SDK's HTTP client sends through; None is httpx's own (the network). The
+    tests pass an in-process one (`testing/scripted_transport.py`, an `httpx.MockTransport`) that plays the same
+    scripts as the loopback server, so a conversation test needs no socket.
     """
 
     def __init__(self, *, base_url: str, api_key: str | None, connect_timeout_s: float, read_timeout_s: float,
-                 first_token_timeout_s: float | None = None, include_usage: bool = True) -> None:
+                 first_token_timeout_s: float | None = None, include_usage: bool = True,
+                 transport: httpx.AsyncBaseTransport | Any = None) -> None:
         self.base_url = base_url
+        self._transport = transport
         self.include_usage = include_usage
         self._api_key = api_key or "not-needed"
         self._connect_timeout_s = connect_timeout_s
@@ -221,12 +140,19 @@ class ChatClient:
 
                 self._openai = openai
                 read = max(self._read_timeout_s, self._first_token_timeout_s)  # a backstop: see the class doc
-                tls = await asyncio.to_thread(tls_context)  # the first one reads the CA bundle: off the loop too
+                http_client: Any  # httpx2's (the SDK's own) or httpx's: the SDK takes either
+                if self._transport is None:
+                    tls = await asyncio.to_thread(tls_context)  # the first one reads the CA bundle: off the loop too
+                    http_client = openai.DefaultAsyncHttpxClient(verify=tls)
+                elif isinstance(self._transport, httpx.AsyncBaseTransport):  # the SDK takes an httpx client too
+                    http_client = httpx.AsyncClient(transport=self._transport)
+                else:  # a transport of the SDK's own HTTP library (httpx2)
+                    http_client = openai.DefaultAsyncHttpxClient(transport=self._transport)
                 self._client = openai.AsyncOpenAI(
                     base_url=self.base_url,
                     api_key=self._api_key,
                     max_retries=0,
-                    http_client=openai.DefaultAsyncHttpxClient(verify=tls),
+                    http_client=http_client,
                     # openai's stubs name only httpx2.Timeout; it normalizes an httpx.Timeout (normalize_httpx_timeout)
                     timeout=httpx.Timeout(connect=self._connect_timeout_s, read=read,  # type: ignore[arg-type]
                                           write=read, pool=self._connect_timeout_s),

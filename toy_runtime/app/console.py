@@ -11,7 +11,7 @@ from .firmware import start_link
 from .runtime import build_console, build_runtime
 from ..config import Settings
 from ..host.envelope import Binding, EventType, HostEvent, message_event
-from ..session.items import EventOutcome, Speech, TurnEnd, TurnItem
+from ..session.items import Answer, EventOutcome, Speech, SpeechKind, TurnEnd, TurnItem
 from ..signals import SessionState, StateSignal
 
 
@@ -110,7 +110,7 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
             """The console binding for `schedule.triggered`: a reminder is printed as speech, not as user text."""
             from ..host.reminders import reminder_line
 
-            speech = Speech(answer=1, text=reminder_line(event), kind="reminder")
+            speech = Speech(answer=Answer.FIRST, text=reminder_line(event), kind=SpeechKind.REMINDER)
             print(render(speech, json_lines), file=stdout, flush=True)
             runner.conversation.add_announcement(speech.text)  # the next line typed may answer it
             return True

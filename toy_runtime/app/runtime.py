@@ -150,9 +150,11 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                   calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None,
                   audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None,
-                  events: Iterable[EventDefinition] = ()) -> Runtime:
+                  events: Iterable[EventDefinition] = (), llm_transport: Any = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
     `events`: further definitions registered after the built-in ones (a test's own event, a local plugin).
+    `llm_transport`: the httpx transport the LLM client sends through (None: the network; the tests' in-process
+    scripted LLM, `testing/scripted_transport.py`, otherwise).
 
     Without a search provider (none given, none configured) the registry holds only the unadvertised form of the
     search event: the model is not told it can search, and a search request still gets an honest line.
@@ -213,7 +215,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                                  api_key=llm.api_key.get_secret_value() if llm.api_key else None,
                                  connect_timeout_s=llm.connect_timeout_s, read_timeout_s=llm.read_timeout_s,
                                  first_token_timeout_s=llm.first_token_timeout_s,
-                                 include_usage=llm.include_usage)
+                                 include_usage=llm.include_usage, transport=llm_transport)
         closers.append(chat_client.aclose)
         chat_agent = ChatAgent(chat_client, registry, mode=settings.agent.tool_invocation_mode, model=llm.model,
                                persona=settings.agent.persona,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, SourceProtocol
 from .answers import read_answer
-from .items import Speech
+from .items import Answer, Speech, SpeechKind
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,8 @@ class ConfirmationReply:
                                        arguments=dict(event.arguments), event_id=event.event_id)
                 run.add(request, confirmed=event.arguments)
             return
-        say(Speech(1, _line(DECLINED_LINES if self.answer == "no" else EXPIRED_LINES, locale), kind="confirmation"))
+        say(Speech(Answer.FIRST, _line(DECLINED_LINES if self.answer == "no" else EXPIRED_LINES, locale),
+                   kind=SpeechKind.CONFIRMATION))
 
 
 class Confirmations:
@@ -134,7 +135,7 @@ class Confirmations:
                         log.warning("the gate reply of %s failed; saying the plain line", definition.name,
                                     exc_info=True)
                         line = None
-                say(Speech(2, line or _line(DONE_LINES, locale), kind="confirmation"))
+                say(Speech(Answer.SECOND, line or _line(DONE_LINES, locale), kind=SpeechKind.CONFIRMATION))
                 return
 
     def _cancel(self, held: Sequence[PendingEvent], reason: str, turn_id: str | None) -> None:

@@ -13,16 +13,16 @@ utterance; anything else in it ("and tell me a story") leaves the whole utteranc
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Collection, Mapping, Sequence
 
 from ..agent.llm import LLMFault
-from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventStatus, ResolveContext, SourceProtocol
+from ..events import (AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, ResolveContext,
+                      SourceProtocol)
 from ..events import resolve_deterministic
 from ..events.definition import EventDefinition
 from .compound import MAX_CLAUSES, clauses
-from .items import Speech
-
-Say = Callable[[Speech], None]
+from .items import Answer, Speech, SpeechKind
+from .turn_state import Turn, TurnPath
 
 
 @dataclass(frozen=True)
@@ -106,32 +106,30 @@ class OfflineGate:
             return definition.gate_reply(resolved.arguments, {"locale": context.locale})
         return None
 
-    def answer(self, context: ResolveContext, run, turn_id: str, say: Say, offline_line: str) -> None:
+    def answer(self, turn: Turn, offline_line: str) -> None:
         """No LLM at all: templated reply + the event for clear requests; anything else hears `offline_line`."""
-        steps = self.plan(context)
-        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[step.definition.name for step in steps])
+        steps = self.plan(turn.context)
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn.turn_id, matched=[step.definition.name for step in steps])
         if not steps:
-            say(Speech(1, offline_line, kind="offline"))
+            turn.say(Speech(Answer.FIRST, offline_line, kind=SpeechKind.OFFLINE))
             return
         for step in steps:
-            if (line := self._reply(step, context)) is not None:
-                say(Speech(1, line, kind="gate"))
-            run.add(self._request(step, turn_id))
+            if (line := self._reply(step, turn.context)) is not None:
+                turn.say(Speech(Answer.FIRST, line, kind=SpeechKind.GATE))
+            turn.run.add(self._request(step, turn.turn_id))
 
-    def after_fault(self, exc: LLMFault, context: ResolveContext, run, turn_id: str, say: Say,
-                    spoken: list[Speech], *, fault_line: str, offline_line: str) -> str:
+    def after_fault(self, exc: LLMFault, turn: Turn, *, fault_line: str, offline_line: str) -> TurnPath:
         """A failed ChatAgent call: clear requests are carried out and confirmed, anything else hears a line.
-        Returns the turn's path: "gate" when the gate acted (or the endpoint was unreachable), else "llm"."""
-        if self.step_in(context, run, turn_id, say, spoken, reason=exc.code):
-            return "gate"
-        replied = any(s.kind != "holding" for s in spoken)
+        Returns the turn's path: GATE when the gate acted (or the endpoint was unreachable), else LLM."""
+        if self.step_in(turn, reason=exc.code):
+            return TurnPath.GATE
+        replied = turn.replied
         unreachable = exc.unreachable and not replied
-        say(Speech(2 if replied else 1, offline_line if unreachable else fault_line,
-                   kind="offline" if unreachable else "fault"))
-        return "gate" if unreachable else "llm"
+        turn.say(Speech(Answer.SECOND if replied else Answer.FIRST, offline_line if unreachable else fault_line,
+                        kind=SpeechKind.OFFLINE if unreachable else SpeechKind.FAULT))
+        return TurnPath.GATE if unreachable else TurnPath.LLM
 
-    def step_in(self, context: ResolveContext, run, turn_id: str, say: Say, spoken: list[Speech], *,
-                reason: str, said: Collection[str] = ()) -> bool:
+    def step_in(self, turn: Turn, *, reason: str, said: Collection[str] = ()) -> bool:
         """Carry out the clear requests the model's call did not (a fault, events that could not run, or an answer
         that omitted them).
 
@@ -140,35 +138,35 @@ class OfflineGate:
         second time, nor a confirmation of what the model's words already claimed (`said`: definition names).
         True when the utterance matched a gate definition.
         """
-        replied = any(s.kind != "holding" for s in spoken)
-        answer = 2 if replied else 1
-        dispatched = {slot.definition.name for slot in run.slots}
-        steps = self.plan(context)
-        self.audit.record(AuditKind.GATE_USED, turn_id=turn_id, matched=[step.definition.name for step in steps],
+        replied = turn.replied
+        answer = Answer.SECOND if replied else Answer.FIRST
+        dispatched = {slot.definition.name for slot in turn.run.slots}
+        steps = self.plan(turn.context)
+        self.audit.record(AuditKind.GATE_USED, turn_id=turn.turn_id, matched=[step.definition.name for step in steps],
                           after=reason, already_dispatched=sorted(dispatched))
         for step in steps:
             definition = step.definition
             if definition.name not in dispatched:
-                run.add(self._request(step, turn_id))
+                turn.run.add(self._request(step, turn.turn_id))
             elif replied:
                 continue  # the model asked for it and said so
             if replied and (definition.terminal or definition.name in said):
                 continue  # the model already spoke (a goodbye, "I've lowered the volume"); saying it again repeats it
-            if (line := self._reply(step, context)) is not None:
-                say(Speech(answer, line, kind="gate"))
+            if (line := self._reply(step, turn.context)) is not None:
+                turn.say(Speech(answer, line, kind=SpeechKind.GATE))
         return bool(steps)
 
-    def omitted(self, context: ResolveContext, run) -> bool:
+    def omitted(self, turn: Turn) -> bool:
         """The words are a clear request the model's answer did not mark (`step_in` would add an event)."""
-        dispatched = {slot.definition.name for slot in run.slots}
-        return any(step.definition.name not in dispatched for step in self.plan(context))
+        dispatched = {slot.definition.name for slot in turn.run.slots}
+        return any(step.definition.name not in dispatched for step in self.plan(turn.context))
 
-    def confirm_silent(self, results, context: ResolveContext, say: Say, fault_line: str) -> None:
+    def confirm_silent(self, turn: Turn, results: Sequence[EventResult], fault_line: str) -> None:
         """The turn said nothing at all (e.g. a bare tool call): confirm what ran, else say the fault line."""
         lines = []
         for result in results:
             definition = self.registry.lookup(result.name)
             if result.status is EventStatus.SUCCEEDED and definition is not None and definition.gate_reply:
-                lines.append(definition.gate_reply(result.arguments, {"locale": context.locale}))
+                lines.append(definition.gate_reply(result.arguments, {"locale": turn.locale}))
         for line in dict.fromkeys(lines) or [fault_line]:
-            say(Speech(1, line, kind="gate" if lines else "fault"))
+            turn.say(Speech(Answer.FIRST, line, kind=SpeechKind.GATE if lines else SpeechKind.FAULT))

@@ -31,22 +31,25 @@ from ..events import (
     BatchOutcome,
     EventKernel,
     EventResult,
-    ResolutionPath,
     ResolveContext,
     not_run_lines,
 )
 from ..events.definition import NOT_ASKED
 from ..host.envelope import HostEvent
 from ..language import guess_locale
+from ..metrics.turn_metrics import TurnMetrics
 from ..ports.clock import Clock
 from .confirmation import DEFAULT_TIMEOUT_S, Confirmations
 from .conversation import Conversation
 from .gate import OfflineGate
 from .holding import HoldingCues, TurnDeadline, answer_in_time
-from .items import EventOutcome, Speech, TurnEnd, TurnItem
+from .items import Answer, EventOutcome, Speech, SpeechKind, TurnEnd, TurnItem
 from .promises import PromiseCheck, claimed
+from .turn_state import Turn, TurnPath
 
 _DONE = object()
+# kinds already cut by the streaming splitter (or short): said as they come, not cut again
+_CUT_ALREADY = frozenset({SpeechKind.REPLY, SpeechKind.FOLLOW_UP, SpeechKind.HOLDING})
 
 
 class TurnRunner:
@@ -120,7 +123,7 @@ class TurnRunner:
             queue.put_nowait(_DONE)
 
     async def _turn(self, event: HostEvent, turn_id: str, emit, since_speech_s: float = 0.0) -> None:
-        t0 = time.perf_counter()
+        started = time.perf_counter()
         text = (event.input.text or "").strip()
         conv = self.conversation
         context = ResolveContext(
@@ -135,14 +138,14 @@ class TurnRunner:
         spoken: list[Speech] = []
 
         def say(speech: Speech) -> None:
-            if speech.kind in ("reply", "follow_up", "holding"):  # already cut by the streaming splitter, or short
+            if speech.kind in _CUT_ALREADY:  # already cut by the streaming splitter, or short
                 spoken.append(speech)
                 emit(speech)
                 return
             # whole template lines are cut the same way, so speech can start with their first clause
             # (an early first clause only for answer 1, where it decides how soon the child hears anything)
             # and pass the same speakable guard as model text
-            early = self.config.first_clause_min_chars if speech.answer == 1 else 0
+            early = self.config.first_clause_min_chars if speech.answer == Answer.FIRST else 0
             parts, hidden = speakable(speech.text, self.chat.speakable_rules if self.chat else NO_RULES,
                                       first_clause_min_chars=early, first_clause_min_chars_cjk=early)
             if hidden:
@@ -155,42 +158,41 @@ class TurnRunner:
 
         run = self.kernel.open_batch(conv.session_id, turn_id, context,
                                      on_result=lambda result: emit(EventOutcome(result)))
+        turn = Turn(turn_id, context, run, say, spoken, started)
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
-        path, fault, unrun = "llm", None, []
+        unrun: list[str] = []
         # a yes or no to the previous turn's question is answered here, without the model
         reply = self.confirmations.take(text, turn_id, self.clock.monotonic())
         try:
             if reply is not None:
-                path, first = "confirmation", None
+                turn.path, first = TurnPath.CONFIRMATION, None
                 reply.act(run, turn_id, say, context.locale)
             elif (self.chat is None or (self.config.gate_shortcut and self.gate.matches(context))
                     or self._asks_for_unoffered(context)):
-                path = "gate"
+                turn.path = TurnPath.GATE
                 first = None
-                self.gate.answer(context, run, turn_id, say, self.config.offline_line_for(context.locale))
+                self.gate.answer(turn, self.config.offline_line_for(context.locale))
             else:
                 try:
-                    if await self._model_or_gate(cast(CallStats, first), text, turn_id, run, record, say, spoken,
-                                                 context, since_speech_s):
-                        path, fault = "gate", cast(CallStats, first).fault
+                    if await self._model_or_gate(turn, cast(CallStats, first), record, since_speech_s):
+                        turn.path, turn.fault = TurnPath.GATE, cast(CallStats, first).fault
                     # the model asked for something that cannot run: the child's clear words still count
                     elif unrun := list(run.dropped) + record.unrun_events:
                         self.audit.record(AuditKind.TURN_NOT_RUN, turn_id=turn_id, names=unrun)
-                        if self.gate.step_in(context, run, turn_id, say, spoken, reason="not_run"):
-                            path, unrun = "gate", []
+                        if self.gate.step_in(turn, reason="not_run"):
+                            turn.path, unrun = TurnPath.GATE, []
                     # the model answered but did not mark a request the words make clear: it happens anyway, and
                     # the model's claim of it stays true (issue 27); the model's own path and follow-up stand
-                    elif self.gate.omitted(context, run):
-                        self.gate.step_in(context, run, turn_id, say, spoken, reason="unmarked",
-                                          said=claimed(spoken, self.kernel.registry))
+                    elif self.gate.omitted(turn):
+                        self.gate.step_in(turn, reason="unmarked", said=claimed(spoken, self.kernel.registry))
                 except LLMFault as exc:
-                    fault = exc.code
+                    turn.fault = exc.code
                     self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=exc.code,
                                       message=exc.message)
-                    path = self.gate.after_fault(exc, context, run, turn_id, say, spoken,
-                                                 fault_line=self.config.fault_line_for(context.locale),
-                                                 offline_line=self.config.offline_line_for(context.locale))
+                    turn.path = self.gate.after_fault(exc, turn,
+                                                      fault_line=self.config.fault_line_for(context.locale),
+                                                      offline_line=self.config.offline_line_for(context.locale))
         except asyncio.CancelledError:
             run.abort()  # a discarded turn never runs events that have not started
             raise
@@ -203,45 +205,46 @@ class TurnRunner:
             raise
 
         for line in outcome.continuation.lines:
-            say(Speech(2, line, kind="continuation"))
+            say(Speech(Answer.SECOND, line, kind=SpeechKind.CONTINUATION))
         # after a fault or a gate step-in, the gate or the fault line already said what happened; a name that also
         # came through properly (a block and a text call for the same event) did run and needs no correction
         ran = {r.name for r in outcome.results}
         unrun = [n for n in unrun if (d := self.kernel.registry.lookup(n)) is None or d.name not in ran]
-        corrections = not_run_lines(unrun if fault is None else [], self.kernel.registry.lookup, context.locale)
+        corrections = not_run_lines(unrun if turn.fault is None else [], self.kernel.registry.lookup, context.locale)
         for line in corrections:
-            say(Speech(2, line, kind="correction"))
+            say(Speech(Answer.SECOND, line, kind=SpeechKind.CORRECTION))
         # a claim in the model's words ("I've set a reminder", "Bye!") that no event backs: audited, and corrected
         # unless a fault or a not-run line already told the child it did not happen
         promises = PromiseCheck(self.kernel.registry, self.audit)  # this turn's kernel (the console may swap it)
         unbacked = promises.unbacked(spoken, outcome.results, turn_id)
-        if fault is None and not corrections:
+        if turn.fault is None and not corrections:
             for line in promises.corrections(unbacked, context.locale):
-                say(Speech(2, line, kind="correction"))
+                say(Speech(Answer.SECOND, line, kind=SpeechKind.CORRECTION))
         second: CallStats | None = None
         if outcome.continuation.needs_llm:
-            if self.chat is not None and path in ("llm", "confirmation"):  # a confirmed event's result is worded too
+            # a confirmed event's result is worded too
+            if self.chat is not None and turn.path in (TurnPath.LLM, TurnPath.CONFIRMATION):
                 second = CallStats(purpose="follow_up")
-                await self._follow_up(second, text, turn_id, record, outcome, spoken, say)
+                await self._follow_up(turn, second, record, outcome)
             else:
-                say(Speech(2, self.config.offline_line_for(context.locale), kind="offline"))
-        if path == "confirmation":  # a confirmed event that ran unannounced is said to be done
+                say(Speech(Answer.SECOND, self.config.offline_line_for(context.locale), kind=SpeechKind.OFFLINE))
+        if turn.path == TurnPath.CONFIRMATION:  # a confirmed event that ran unannounced is said to be done
             self.confirmations.say_done(outcome.results, spoken, say, context.locale)
-        if not any(s.kind != "holding" for s in spoken):  # never a silent turn
-            self.gate.confirm_silent(outcome.results, context, say, self.config.fault_line_for(context.locale))
+        if not turn.replied:  # never a silent turn
+            self.gate.confirm_silent(turn, outcome.results, self.config.fault_line_for(context.locale))
         terminated = outcome.continuation.terminate
         self.confirmations.note(outcome.results, turn_id, self.clock.monotonic())
         if terminated:
             conv.terminated = True
             self.confirmations.cancel("session_ended", turn_id)
 
-        self._remember(text, spoken, outcome.results, turn_id)
-        metrics = self._metrics(t0, path, fault, first, second, outcome, spoken, turn_id)
+        self._remember(turn, outcome.results)
+        measured = self._metrics(turn, first, second, outcome)
+        metrics = measured.as_dict()
         self.audit.record(AuditKind.TURN_COMPLETED, turn_id=turn_id, terminated=terminated, **metrics)
-        emit(TurnEnd(turn_id=turn_id, llm_calls=metrics["llm_calls"], terminated=terminated, metrics=metrics))
+        emit(TurnEnd(turn_id=turn_id, llm_calls=measured.llm_calls, terminated=terminated, metrics=metrics))
 
-    async def _model_or_gate(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
-                             spoken: list[Speech], context: ResolveContext, since_speech_s: float) -> bool:
+    async def _model_or_gate(self, turn: Turn, stats: CallStats, record: ReplyRecord, since_speech_s: float) -> bool:
         """The first answer; but when the whole utterance is clear gate requests ("mute and bye") and the model sent
         no first token within `gate_first_token_s` of its request, the call is abandoned and the gate carries the
         requests out and confirms them (reason "first_token_budget"). True when the gate acted.
@@ -250,14 +253,13 @@ class TurnRunner:
         counts from `stats.started`, which moves past a first call's SDK import: the model is timed, not the runtime.
         """
         budget = self.gate_first_token_s
-        watching = budget is not None and self.gate.covers(context)
-        answer = self._timed_first_answer(stats, text, turn_id, run, record, say, spoken, context.locale,
-                                          since_speech_s, cue_ok=lambda: not watching)
+        watching = budget is not None and self.gate.covers(turn.context)
+        answer = self._timed_first_answer(turn, stats, record, since_speech_s, cue_ok=lambda: not watching)
         if not watching:
             await answer
             return False
         task = asyncio.ensure_future(answer)
-        task.set_name(f"turn:{turn_id}:model-or-gate")
+        task.set_name(f"turn:{turn.turn_id}:model-or-gate")
         client = cast(ChatAgent, self.chat).client
         try:
             while True:
@@ -282,28 +284,27 @@ class TurnRunner:
             await asyncio.gather(task, return_exceptions=True)
             raise
         stats.fault = "first_token_budget"
-        self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="chat_agent", code=stats.fault,
+        self.audit.record(AuditKind.LLM_FAULT, turn_id=turn.turn_id, call="chat_agent", code=stats.fault,
                           message=f"no first token within gate_first_token_s = {budget:g} s; the gate acted")
-        self.gate.step_in(context, run, turn_id, say, spoken, reason=stats.fault)
+        self.gate.step_in(turn, reason=stats.fault)
         return True
 
-    async def _timed_first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say,
-                                  spoken: list[Speech], locale: str, since_speech_s: float,
+    async def _timed_first_answer(self, turn: Turn, stats: CallStats, record: ReplyRecord, since_speech_s: float,
                                   cue_ok: Callable[[], bool] = lambda: True) -> None:
         """The first answer, with one holding cue when nothing was said in time and a hard deadline.
         `cue_ok` False at the cue's moment skips it (the gate may answer instead)."""
         def cue() -> None:
-            if not spoken and cue_ok():
-                cue_text = self.cues.pick(locale)
-                self.audit.record(AuditKind.TURN_HOLDING_CUE, turn_id=turn_id, text=cue_text)
-                say(Speech(0, cue_text, kind="holding"))
+            if not turn.spoken and cue_ok():
+                cue_text = self.cues.pick(turn.locale)
+                self.audit.record(AuditKind.TURN_HOLDING_CUE, turn_id=turn.turn_id, text=cue_text)
+                turn.say(Speech(Answer.HOLDING, cue_text, kind=SpeechKind.HOLDING))
 
         config = self.config
         try:
-            await answer_in_time(self._first_answer(stats, text, turn_id, run, record, say),
+            await answer_in_time(self._first_answer(turn, stats, record),
                                  cue_after_s=config.holding_cue_after_s - since_speech_s,
                                  deadline_s=config.turn_deadline_s - since_speech_s, on_cue=cue,
-                                 monotonic=self.clock.monotonic, name=f"turn:{turn_id}:first-answer")
+                                 monotonic=self.clock.monotonic, name=f"turn:{turn.turn_id}:first-answer")
         except TurnDeadline as exc:
             stats.fault = "deadline"
             raise LLMFault("deadline", str(exc)) from None
@@ -336,37 +337,37 @@ class TurnRunner:
         """Cancel a speculation that no turn adopted (the child went on, the session closed); audited as such."""
         return self.chat is not None and await self.chat.client.cancel_prefetch(reason)
 
-    async def _first_answer(self, stats: CallStats, text: str, turn_id: str, run, record: ReplyRecord, say) -> None:
+    async def _first_answer(self, turn: Turn, stats: CallStats, record: ReplyRecord) -> None:
         chat = cast(ChatAgent, self.chat)
-        messages = self._first_messages(text)
+        messages = self._first_messages(turn.text)
         adopted = False
-        async for item in chat.stream(stats, messages, record, turn_id=turn_id, allow_events=True,
+        async for item in chat.stream(stats, messages, record, turn_id=turn.turn_id, allow_events=True,
                                       tools=chat.tools(events=True)):
             if not adopted and stats.prefetched_ms is not None:
                 adopted = True
-                self.audit.record(AuditKind.LLM_SPECULATION, turn_id=turn_id, outcome="adopted",
+                self.audit.record(AuditKind.LLM_SPECULATION, turn_id=turn.turn_id, outcome="adopted",
                                   ahead_ms=round(stats.prefetched_ms, 1))
             if isinstance(item, Segment):
-                say(Speech(1, item.text, at=item.at))
+                turn.say(Speech(Answer.FIRST, item.text, at=item.at))
             elif isinstance(item, Detected):
-                run.add(item.request, detected_at=item.at)
+                turn.run.add(item.request, detected_at=item.at)
                 # yield once so the event starts now, even when more stream data is already buffered
                 await asyncio.sleep(0)
-        self._audit_usage(stats, turn_id)
+        self._audit_usage(stats, turn.turn_id)
 
-    async def _follow_up(self, stats: CallStats, text: str, turn_id: str, record: ReplyRecord,
-                         outcome: BatchOutcome, spoken: list[Speech], say) -> None:
+    async def _follow_up(self, turn: Turn, stats: CallStats, record: ReplyRecord, outcome: BatchOutcome) -> None:
         """ONE aggregated follow-up call; it can speak but never start events.
 
         Results reach it as quoted, untrusted evidence (prompts.results_message / FOLLOW_UP_TOOL_NOTE) and stay out
         of the visible history: only what the toy said is remembered.
         """
         chat = cast(ChatAgent, self.chat)
+        text, turn_id = turn.text, turn.turn_id
         definitions = self.kernel.definitions
         follow = outcome.continuation.follow_up
         compact = compact_results(follow, definitions)
         sources = _sources(follow)
-        first_answer = " ".join(s.text for s in spoken if s.answer == 1)
+        first_answer = " ".join(s.text for s in turn.spoken if s.answer == Answer.FIRST)
         history = self.conversation.messages + [{"role": "user", "content": text}]
         # a confirmed event ran on the child's yes, not on a call of this turn: there is no tool call to answer
         if chat.mode == "dual_agent" or not record.tool_calls:
@@ -387,17 +388,18 @@ class TurnRunner:
             async for item in chat.stream(stats, messages, follow_record, turn_id=turn_id, allow_events=False,
                                           tools=tools, tool_choice=tool_choice):
                 if isinstance(item, Segment):
-                    say(Speech(2, item.text, sources=sources if first_segment else (), kind="follow_up", at=item.at))
+                    turn.say(Speech(Answer.SECOND, item.text, sources=sources if first_segment else (),
+                                    kind=SpeechKind.FOLLOW_UP, at=item.at))
                     first_segment = False
             self._audit_usage(stats, turn_id)
             # a follow-up round cannot start events: if it asked for one anyway, say it did not happen
             unrun = follow_record.ignored_events + follow_record.unrun_events
             for line in not_run_lines(unrun, self.kernel.registry.lookup, guess_locale(text)):
-                say(Speech(2, line, kind="correction"))
+                turn.say(Speech(Answer.SECOND, line, kind=SpeechKind.CORRECTION))
         except LLMFault as exc:
             self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
             if first_segment:
-                say(Speech(2, self.config.fault_line_for(guess_locale(text)), kind="fault"))
+                turn.say(Speech(Answer.SECOND, self.config.fault_line_for(guess_locale(text)), kind=SpeechKind.FAULT))
         self.audit.record(AuditKind.TURN_FOLLOW_UP, turn_id=turn_id, compact=compact,
                           raw=[r.result for r in follow])  # raw payloads stay in the audit only
 
@@ -422,7 +424,7 @@ class TurnRunner:
         """A turn the child cut off (barge-in): its words and only what the toy had said out loud by then enter the
         history, so the next answer neither repeats the unheard rest nor builds on it as if it had been said."""
         self.conversation.add("user", text)
-        self.conversation.add("assistant", " ".join(s.text for s in heard if s.kind != "holding"))
+        self.conversation.add("assistant", " ".join(s.text for s in heard if s.kind != SpeechKind.HOLDING))
 
     def end_session(self, reason: str = "session_ended") -> None:
         """The conversation is over (idle, closed, stopped): whatever still waits for the child's yes is dropped."""
@@ -444,7 +446,7 @@ class TurnRunner:
                               estimated_prompt_tokens=stats.prompt_tokens,
                               estimated_completion_tokens=stats.completion_tokens)
 
-    def _remember(self, text: str, spoken: list[Speech], results: Sequence[EventResult], turn_id: str) -> None:
+    def _remember(self, turn: Turn, results: Sequence[EventResult]) -> None:
         """What the child said and, as one message, everything the toy said, with the mode's record of the turn's events.
 
         Event results (search snippets above all) are never stored: they are untrusted outside text, and the
@@ -452,60 +454,28 @@ class TurnRunner:
         alternating, which some local chat templates require.
         """
         conv = self.conversation
-        conv.add("user", text)
+        conv.add("user", turn.text)
         # the turn's events stay in ChatAgent's history in the mode's own form (a block, or calls with a status), so
         # a small model keeps seeing the form it is asked to write (results are never kept)
         # a request refused as not asked is left out: a small model shown its own unasked goodbye would repeat it
         results = [r for r in results if r.error_code != NOT_ASKED]
         block = self.chat.history_block([r.name for r in results]) if self.chat is not None else ""
-        calls = self.chat.history_calls(results, turn_id) if self.chat is not None else []
-        conv.add("assistant", " ".join(s.text for s in spoken if s.kind != "holding"), protocol=block, calls=calls)
+        calls = self.chat.history_calls(results, turn.turn_id) if self.chat is not None else []
+        conv.add("assistant", " ".join(s.text for s in turn.spoken if s.kind != SpeechKind.HOLDING), protocol=block,
+                 calls=calls)
 
-    def _metrics(self, t0, path, fault, first, second, outcome: BatchOutcome, spoken, turn_id: str):
-        now = time.perf_counter()
-        ms = lambda a, b: None if a is None else round((a - b) * 1000, 3)  # noqa: E731
-        # by turn id: another conversation's EventAgent calls made meanwhile are not this turn's
-        agent_calls = self.event_agent.take_calls(turn_id) if self.event_agent else []
-        # a call that never reached the provider (connection refused) is not an LLM call
-        chat_calls = [c for c in (first, second) if c is not None and c.fault != "connect"]
-        results: list[EventResult] = list(outcome.results)
-        events = []
-        for result, delay in zip(results, outcome.dispatch_delays_ms):
-            events.append({
-                "name": result.name,
-                "status": result.status.value,
-                "resolution": result.resolution.value if result.resolution else None,
-                "fallback_used": result.fallback_used,
-                "dispatch_delay_ms": delay,
-                "latency_ms": round(result.timings.total_ms, 3),
-            })
-        resolved = [r for r in results if r.resolution is not None]
-        deterministic = [r for r in resolved if r.resolution is not ResolutionPath.LLM_FALLBACK and not r.fallback_used]
-        first_speech = next((s.at for s in spoken if s.kind != "holding"), None)
-        holding = next((s.at for s in spoken if s.kind == "holding"), None)
-        second_speech = next((s.at for s in spoken if s.answer == 2), None)
-        return {
-            "mode": self.mode,
-            "path": path,
-            "fault": fault,
-            "llm_calls": len(chat_calls) + len(agent_calls),
-            "chat_calls": len(chat_calls),
-            "first_answer": first.as_dict() if first else None,
-            "second_answer": second.as_dict() if second else None,
-            "first_speech_ms": ms(first_speech, t0),
-            "holding_cue_ms": ms(holding, t0),
-            "second_speech_ms": ms(second_speech, t0),
-            "prompt_tokens": sum(c.prompt_tokens for c in chat_calls),
-            "completion_tokens": sum(c.completion_tokens for c in chat_calls),
-            "event_agent": {"calls": len(agent_calls),
-                            "tokens": sum(c.prompt_tokens + c.completion_tokens for c in agent_calls)},
-            "events": events,
-            "dropped_events": list(outcome.dropped),
-            "deterministic_hits": len(deterministic),
-            "deterministic_hit_rate": round(len(deterministic) / len(resolved), 3) if resolved else None,
-            "dispatch_delay_ms_max": max(outcome.dispatch_delays_ms, default=None),
-            "total_ms": round((now - t0) * 1000, 3),
-        }
+    def _metrics(self, turn: Turn, first: CallStats | None, second: CallStats | None,
+                 outcome: BatchOutcome) -> TurnMetrics:
+        spoken = turn.spoken
+        return TurnMetrics.measure(
+            mode=self.mode, path=turn.path, fault=turn.fault, started=turn.started, now=time.perf_counter(),
+            first=first, second=second,
+            # by turn id: another conversation's EventAgent calls made meanwhile are not this turn's
+            agent_calls=self.event_agent.take_calls(turn.turn_id) if self.event_agent else [],
+            outcome=outcome,
+            first_speech_at=next((s.at for s in spoken if s.kind != SpeechKind.HOLDING), None),
+            holding_at=next((s.at for s in spoken if s.kind == SpeechKind.HOLDING), None),
+            second_speech_at=next((s.at for s in spoken if s.answer == Answer.SECOND), None))
 
 
 def _sources(results) -> tuple[dict[str, str], ...]:

@@ -24,7 +24,7 @@ from ..metrics.voice_turn import VoiceTurnRecord
 from ..ports.audio import AudioSink
 from ..ports.speech import SpeechSynthesizer
 from ..signals import SessionState, SignalBus, StateSignal
-from .items import EventOutcome, Speech, TurnEnd
+from .items import Answer, EventOutcome, SessionEnd, Speech, SpeechKind, TurnEnd
 from .speaker import TurnSpeaker
 from .turn import TurnRunner
 
@@ -166,7 +166,7 @@ class VoiceLoop:
                 if not opens:
                     continue
                 reason = await self._session(message, pump)
-                if once or reason in ("stop", "source_ended"):
+                if once or reason in (SessionEnd.STOP, SessionEnd.SOURCE_ENDED):
                     return
         finally:
             pump.cancel()
@@ -206,11 +206,11 @@ class VoiceLoop:
             with contextlib.suppress(Exception):
                 await self.sink.aclose()
 
-    async def _session(self, first: Inbox, pump: asyncio.Task) -> str:
-        """One audio session; returns why it closed: terminated | idle | closed | stop | source_ended."""
+    async def _session(self, first: Inbox, pump: asyncio.Task) -> SessionEnd:
+        """One audio session; returns why it closed."""
         self.sessions += 1
         self.runner = self.new_runner()
-        reason = "closed"
+        reason = SessionEnd.CLOSED
         try:
             await self._open_output()
             if isinstance(first, OpenSession) and first.earcon and self.sink is not None:
@@ -230,20 +230,20 @@ class VoiceLoop:
                 if isinstance(pending, Utterance) and pending.text.strip():
                     outcome, pending = await self._turn(pending, pump)
                     if outcome == "terminated":
-                        reason = "terminated"
+                        reason = SessionEnd.TERMINATED
                         return reason
                     self._set_state(SessionState.LISTENING)
                     if pending is not None:
                         continue
                 message = await self._next(self.idle_timeout_s, pump)
                 if message is None:
-                    reason = "source_ended" if self.source_ended.is_set() else "idle"
+                    reason = SessionEnd.SOURCE_ENDED if self.source_ended.is_set() else SessionEnd.IDLE
                     return reason
                 if isinstance(message, Stop):
-                    reason = "stop"
+                    reason = SessionEnd.STOP
                     return reason
                 if isinstance(message, CloseSession):
-                    reason = "closed"
+                    reason = SessionEnd.CLOSED
                     return reason
                 if isinstance(message, ListeningTimeout):
                     continue
@@ -275,7 +275,7 @@ class VoiceLoop:
                               clock=self.clock)
         try:
             self._set_state(SessionState.SPEAKING)
-            await speaker.say(Speech(answer=1, text=text, kind="announcement"))
+            await speaker.say(Speech(answer=Answer.FIRST, text=text, kind=SpeechKind.ANNOUNCEMENT))
             await speaker.finish()
             cast(TurnRunner, self.runner).conversation.add_announcement(text)
             return True

@@ -10,6 +10,7 @@ Registered by `tests/conftest.py` (`pytest_plugins`). A test asks for a service 
 | `voice`, `phrases`, `speak`, `speak16k`, `sphinx`, `vosk_ko`, `whisper`, `zh_voice`, `speak_zh` | the voices, the recognizers | `models` |
 | `chromium`                                          | a headless chromium (the console tests)     | `browser` |
 | `llm_server`                                        | the scripted OpenAI-compatible server       | (none: loopback, fast) |
+| `scripted_llm`                                      | the same scripts in-process (httpx MockTransport) | (none: no socket) |
 | `fake_searxng`                                      | a SearxNG-like server                       | (none: loopback, fast) |
 | `small_disk`, `read_only_disk`                      | a 1 MB tmpfs (root), to fill / read-only    | (none: fast) |
 
@@ -303,6 +304,16 @@ def llm_server() -> Iterator[Any]:
 
     with ScriptedLLMServer() as server:  # started on entry, closed on exit
         yield server
+
+
+@pytest.fixture
+def scripted_llm() -> Iterator[Any]:
+    """The scripted LLM in-process: the server's scripts played through an `httpx.MockTransport` (`.transport`,
+    for `ChatClient(transport=...)`); for tests of the conversation, not of the wire."""
+    from .scripted_transport import ScriptedLLMTransport
+
+    with ScriptedLLMTransport() as llm:
+        yield llm
 
 
 @pytest.fixture

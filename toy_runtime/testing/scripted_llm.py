@@ -64,19 +64,15 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections import deque
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from .scripted_http import ScriptedHandler, ScriptedHTTPServer
+from .scripted_queue import ReplyScript, Responder
 from .scripted_reply import FAULTS, REJECTIONS, REJECTIONS_MATCH, Reply  # noqa: F401 (re-export: the script's unit)
 from .scripted_wire import content_text, estimate_prompt_tokens, estimate_tokens  # noqa: F401 (re-export)
 
 
-# a request body → its reply; None falls back to the server's default
-Responder = Callable[[dict[str, Any]], "Reply | Mapping[str, Any] | None"]
-
-
-class ScriptedLLMServer:
+class ScriptedLLMServer(ReplyScript):
     """A loopback Chat Completions server answering from a script; see the module docstring."""
 
     def __init__(
@@ -92,85 +88,11 @@ class ScriptedLLMServer:
         """`script`: replies consumed one per request, or a callable answering each request body;
         `reject_fields`: request fields answered with a 400 naming them ("stream_options", "tools", or one form
         of a field: see scripted_reply.REJECTIONS)."""
-        self.model = model
-        self.reject_fields = tuple(reject_fields)
-        self.dropped = 0
-        self.abandoned = 0  # answers whose reader went away while the server held them (a "stall" or "hang")
-        self.default = default
-        self._responder: Responder | None = script if callable(script) else None
-        self._queue: deque[Reply] = deque()
-        if script is not None and not callable(script):
-            self.add(*script)
+        super().__init__(script, default=default, model=model, reject_fields=reject_fields)
         self._host, self._port = host, port
-        self._lock = threading.RLock()  # re-entrant: a responder may read server.requests
-        self._requests: list[dict[str, Any]] = []
-        self._errors: list[str] = []
         self._connections: set[socket.socket] = set()
-        self._stopping = threading.Event()
         self._server: ScriptedHTTPServer | None = None
         self._thread: threading.Thread | None = None
-
-    # ---- script ---------------------------------------------------------------------------------
-
-    def add(self, *replies: Reply | Mapping[str, Any]) -> None:
-        """Append replies to the queue."""
-        for reply in replies:
-            self._queue.append(reply if isinstance(reply, Reply) else Reply.from_dict(reply))
-
-    @property
-    def pending(self) -> int:
-        """Replies still queued."""
-        return len(self._queue)
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """Every chat completion request body received, in order (a copy)."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def errors(self) -> list[str]:
-        """Script problems seen while serving (exhausted queue, responder exceptions)."""
-        with self._lock:
-            return list(self._errors)
-
-    def _rejected_field(self, request: dict[str, Any]) -> str | None:
-        """The first `reject_fields` entry this request carries (recorded like any request), else None."""
-        for name in self.reject_fields:
-            if name in REJECTIONS:
-                hit = REJECTIONS_MATCH[name](request)
-            else:
-                hit = bool(request.get(name)) and (name != "tools" or bool(request.get("stream")))
-            if hit:
-                with self._lock:
-                    self._requests.append(request)
-                return name
-        return None
-
-    def _count_dropped(self, request: dict[str, Any]) -> None:
-        with self._lock:
-            self.dropped += 1
-
-    def _next_reply(self, request: dict[str, Any]) -> tuple[int, Reply | None]:
-        with self._lock:
-            self._requests.append(request)
-            number = len(self._requests)
-            try:
-                if self._responder is not None:
-                    answer = self._responder(request)
-                    reply = answer if isinstance(answer, Reply) or answer is None else Reply.from_dict(answer)
-                elif self._queue:
-                    reply = self._queue.popleft()
-                else:
-                    reply = None
-            except Exception as exc:  # a broken script must show up in the test, not kill the server thread
-                self._errors.append(f"request {number}: responder raised {exc!r}")
-                return number, None
-            if reply is None:
-                reply = self.default
-            if reply is None:
-                self._errors.append(f"request {number}: no reply left in the script")
-            return number, reply
 
     # ---- lifecycle ------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .scripted_llm import Reply, ScriptedLLMServer
+from .scripted_transport import ScriptedLLMTransport
 from .scripted_wire import content_text
 
 __all__ = ["load_script", "main"]
@@ -44,8 +45,10 @@ def _last_message(request: Mapping[str, Any]) -> Mapping[str, Any]:
     return messages[-1] if isinstance(messages[-1], Mapping) else {}
 
 
-def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> ScriptedLLMServer:
-    """Build an (unstarted) server from a JSON script file; see the module docstring for the format."""
+def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0,
+                in_process: bool = False) -> ScriptedLLMServer | ScriptedLLMTransport:
+    """Build an (unstarted) server from a JSON script file; see the module docstring for the format. `in_process`:
+    the same script played through an httpx MockTransport instead (`scripted_transport.py`; no socket)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     rules = [
         (
@@ -72,6 +75,8 @@ def load_script(path: str | Path, *, host: str = "127.0.0.1", port: int = 0) -> 
         return queue.popleft() if queue else None  # None → the server's default
 
     model = data.get("model", "scripted-model")
+    if in_process:
+        return ScriptedLLMTransport(respond, default=default, model=model)
     return ScriptedLLMServer(respond, default=default, model=model, host=host, port=port)
 
 
