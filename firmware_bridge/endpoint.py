@@ -31,7 +31,7 @@ import time
 import uuid
 from typing import Any
 
-from .config import BridgeConfig
+from .config import BridgeConfig, MqttUrl, PasswordFileError
 from .failures import ConnectFailure, classify, closed_before_connack
 from .inbox import EndpointStats, Inbox
 from .protocol import MAX_PAYLOAD_BYTES, ProtocolError, Topics, clip
@@ -120,6 +120,7 @@ class MqttEndpoint:
         self.stats = EndpointStats()
         self._mqtt = _paho()
         self._client: Any = None
+        self._broker: MqttUrl | None = None  # the resolved URL and credentials of the current start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()  # guards _ready, the outbox and the retained mirror
         self._ready = False  # True from SUBACK until the connection drops: publishes go straight to paho
@@ -182,7 +183,10 @@ class MqttEndpoint:
     def _build_client(self) -> Any:
         mqtt = self._mqtt
         cfg = self.config
-        broker = cfg.broker()
+        try:
+            broker = self._broker = cfg.broker()  # read once: the failure paths reuse it on the network thread
+        except PasswordFileError as exc:
+            raise BridgeError("password_file", str(exc)) from None
         if cfg.client_id:
             client_id = cfg.client_id
         elif cfg.session_expiry_s:
@@ -236,8 +240,8 @@ class MqttEndpoint:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         self._error = None
-        self._client = self._build_client()  # BridgeError("tls_config") for an unusable CA/cert file
-        broker = self.config.broker()
+        self._client = self._build_client()  # BridgeError("tls_config"/"password_file") for an unusable file
+        broker = self._broker
         self._set_state(ConnectionState.CONNECTING)
         properties = None
         if self.config.protocol == "5":
@@ -404,7 +408,7 @@ class MqttEndpoint:
         # TCP, DNS or TLS failure while opening the connection; our client subclass kept the exception.
         self._connect_failures += 1
         error = getattr(client, "last_connect_error", None)
-        failure = classify(error, self.config.broker(), self.config.ca_file, probe=not self._connected_once)
+        failure = classify(error, self._broker, self.config.ca_file, probe=not self._connected_once)
         self._failed(client, failure)
 
     def _failed(self, client: Any, failure: ConnectFailure) -> None:
@@ -456,7 +460,7 @@ class MqttEndpoint:
         if self._stopping or self._gave_up:
             return
         if not self._connack_seen:  # closed before answering CONNECT: a TLS port behind a plain URL does that
-            self._failed(client, closed_before_connack(self.config.broker(), probe=not self._connected_once))
+            self._failed(client, closed_before_connack(self._broker, probe=not self._connected_once))
             return
         log.warning("%s %s lost the broker (%s); reconnecting", self.role, self.device_id, reason)
         self._post(self._set_state, ConnectionState.RECONNECTING)

@@ -26,6 +26,7 @@ _HINTS = {
     "tls_handshake": "check [mqtt] url and ca_file",
     "tls_required": "check [mqtt] url",
     "tls_not_spoken": "check [mqtt] url",
+    "password_file": "check [mqtt] password_file",
 }
 
 
@@ -75,7 +76,7 @@ def bridge_config(settings):
 
     m = settings.mqtt
     return BridgeConfig(url=m.url, device_id=m.device_id, username=m.username, password=m.password,
-                        ca_file=str(m.ca_file) if m.ca_file else None, protocol=m.protocol,
+                        password_file=str(m.password_file) if m.password_file else None, ca_file=str(m.ca_file) if m.ca_file else None, protocol=m.protocol,
                         keepalive_s=m.keepalive_s)
 
 
