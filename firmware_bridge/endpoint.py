@@ -80,6 +80,12 @@ def _client_class(mqtt: Any) -> Any:
     return Client
 
 
+def _expiry_of(message: Any) -> int | None:
+    """The remaining MQTT 5 message expiry interval (s) the broker delivered with `message`, else None."""
+    properties = getattr(message, "properties", None)
+    return getattr(properties, "MessageExpiryInterval", None) if properties is not None else None
+
+
 class ConnectionState(enum.StrEnum):
     """Where an endpoint's connection is."""
 
@@ -157,8 +163,9 @@ class MqttEndpoint:
         """Retained messages to publish first on every connect (e.g. presence `online`)."""
         return []
 
-    def _on_payload(self, topic: str, payload: bytes, retained: bool) -> None:
-        """Decode one inbound message on the network thread; use `_deliver` to hand it to asyncio."""
+    def _on_payload(self, topic: str, payload: bytes, retained: bool, expiry_s: int | None = None) -> None:
+        """Decode one inbound message on the network thread; use `_deliver` to hand it to asyncio. `expiry_s` is
+        what is left of the sender's MQTT 5 message expiry interval (None: none set, or MQTT 3.1.1)."""
 
     # --- lifecycle --------------------------------------------------------------------------------------------------
 
@@ -467,7 +474,7 @@ class MqttEndpoint:
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         try:
-            self._on_payload(message.topic, message.payload, bool(message.retain))
+            self._on_payload(message.topic, message.payload, bool(message.retain), _expiry_of(message))
         except ProtocolError as exc:  # e.g. a topic outside ours: one line, like any other bad message
             self._drop_bad(message.topic, exc)
         except Exception as exc:  # a bug in our decoding: never let one message kill the network thread

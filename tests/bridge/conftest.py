@@ -100,9 +100,18 @@ class WireClient:
     def wait_ready(self, timeout: float = 5.0) -> None:
         assert self._connected.get(timeout=timeout), "wire client was refused"
 
-    def publish(self, topic: str, payload: bytes | str | dict[str, Any], retain: bool = False) -> None:
+    def publish(self, topic: str, payload: bytes | str | dict[str, Any], retain: bool = False,
+                expiry_s: int | None = None) -> None:
+        """QoS 1, waits for the PUBACK; `expiry_s` sets the MQTT 5 message expiry interval."""
         data = json.dumps(payload) if isinstance(payload, dict) else payload
-        self.client.publish(topic, data, qos=1, retain=retain).wait_for_publish(5)
+        properties = None
+        if expiry_s is not None:
+            from paho.mqtt.packettypes import PacketTypes
+            from paho.mqtt.properties import Properties
+
+            properties = Properties(PacketTypes.PUBLISH)
+            properties.MessageExpiryInterval = expiry_s
+        self.client.publish(topic, data, qos=1, retain=retain, properties=properties).wait_for_publish(5)
 
     async def next(self, timeout: float = 5.0) -> tuple[str, bytes, bool]:
         return await asyncio.to_thread(self.messages.get, True, timeout)
