@@ -31,6 +31,7 @@ import time
 import uuid
 from typing import Any
 
+from .backoff import Backoff
 from .config import BridgeConfig, MqttUrl, PasswordFileError
 from .failures import ConnectFailure, classify, closed_before_connack
 from .inbox import EndpointStats, Inbox
@@ -59,10 +60,22 @@ def _paho() -> Any:
 
 @functools.cache
 def _client_class(mqtt: Any) -> Any:
+    _CS = mqtt._ConnectionState  # paho's connection states, which its reconnect wait checks
     class Client(mqtt.Client):
         """paho's client, remembering why the last connection attempt failed (`on_connect_fail` does not say)."""
 
         last_connect_error: BaseException | None = None
+        backoff: Backoff | None = None  # set by the endpoint: our jittered delays instead of paho's doubling
+
+        def _reconnect_wait(self) -> None:
+            # paho's own wait doubles without jitter: after a broker restart every toy would retry in lockstep.
+            # Same exit conditions as paho's (a stop or disconnect ends the wait at once).
+            if self.backoff is None:
+                return super()._reconnect_wait()
+            deadline = time.monotonic() + self.backoff.next_delay()
+            while (self._state not in (_CS.MQTT_CS_DISCONNECTING, _CS.MQTT_CS_DISCONNECTED)
+                   and not self._thread_terminate and (remaining := deadline - time.monotonic()) > 0):
+                time.sleep(min(remaining, 0.5))
 
         def reconnect(self) -> Any:
             try:
@@ -134,6 +147,9 @@ class MqttEndpoint:
         self._retained: dict[str, bytes] = {}  # topic → latest retained payload (re-published on every connect)
         self._unacked: collections.deque[Any] = collections.deque()  # MQTTMessageInfo of publishes not yet acked
         self._sub_mid: int | None = None
+        self._subscribed = False  # network thread: the broker acknowledged every subscription in this session
+        self.backoff = Backoff(config.reconnect_min_delay_s, max(config.reconnect_max_delay_s,
+                                                                 config.reconnect_min_delay_s))
         self._connect_failures = 0
         self._connected_once = False  # network thread: a good CONNACK was seen since start()
         self._connack_seen = False  # network thread: in the current attempt
@@ -231,6 +247,7 @@ class MqttEndpoint:
         if will:
             client.will_set(will[0], will[1], qos=1, retain=True)
         client.reconnect_delay_set(cfg.reconnect_min_delay_s, cfg.reconnect_max_delay_s)
+        client.backoff = self.backoff
         client.on_socket_open = self._on_socket_open
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe
@@ -401,9 +418,16 @@ class MqttEndpoint:
         self._connect_failures = 0
         self._connected_once = True
         self._warned = None
+        self.backoff.reset()
         self._post(self._note_failure, None)
         subs = self._subscriptions()
-        if subs:
+        if subs and self._subscribed and getattr(flags, "session_present", False):
+            # The broker kept our session (session_expiry_s > 0, a network drop): the subscriptions are still
+            # there, and QoS 1 messages queued meanwhile are coming; subscribing again would only cost a round trip.
+            self.stats.resumed += 1
+            self._become_ready(client)
+        elif subs:
+            self._subscribed = False  # a new session: nothing of ours survived on the broker
             result, mid = client.subscribe([(topic, 1) for topic in subs])
             self._sub_mid = mid
             if result != 0:
@@ -438,9 +462,12 @@ class MqttEndpoint:
     def _on_subscribe(self, client: Any, userdata: Any, mid: int, reasons: list[Any], properties: Any) -> None:
         if mid != self._sub_mid:
             return
+        refused = False
         for topic, code in zip(self._subscriptions(), reasons):
             if getattr(code, "is_failure", False):
+                refused = True
                 log.error("%s subscription to %s refused: %s", self.role, topic, code.getName())
+        self._subscribed = not refused  # a refused one is asked again on the next connection
         self._become_ready(client)
 
     def _become_ready(self, client: Any) -> None:
@@ -448,8 +475,9 @@ class MqttEndpoint:
             first = self._on_ready_publish()
             for topic, payload in first:
                 self._retained[topic] = payload
-            for topic, payload in self._retained.items():
+            for topic, payload in self._retained.items():  # once per connection, the latest value of each
                 self._track(client.publish(topic, payload, qos=1, retain=True))
+            self.stats.republished += len(self._retained)
             flushed = len(self._outbox)
             while self._outbox:
                 topic, payload = self._outbox.popleft()

@@ -217,10 +217,10 @@ def wire(request: pytest.FixtureRequest) -> Iterator[Callable[..., WireClient]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark this folder's tests `broker`: all but the protocol's start their own mosquitto (some without the
+    """Mark this folder's tests `broker`: all but the protocol's and the backoff's start their own mosquitto (some without the
     plugin's `broker` fixture: TLS, users)."""
     here = Path(__file__).parent
     for item in items:
         path = Path(item.fspath)
-        if here in path.parents and path.name != "test_protocol.py":
+        if here in path.parents and path.name not in ("test_protocol.py", "test_backoff.py"):
             item.add_marker(pytest.mark.broker)
