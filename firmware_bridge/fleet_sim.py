@@ -364,6 +364,49 @@ class FleetSim:
         self.run_until(lambda: not self.pending, timeout_s)
         return expected
 
+    def read_retained_states(self, username: str, password: str, timeout_s: float = 60.0) -> dict[str, str]:
+        """The retained `state` of each toy as a fresh subscriber sees it (a dashboard, a rebooted firmware). It runs
+        on this loop: a process with thousands of sockets has descriptors past select()'s 1024, which paho's own
+        `loop()` cannot wait on."""
+        mqtt = self._mqtt
+        seen: dict[str, str] = {}
+        client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
+                             client_id=f"checker-{uuid.uuid4().hex[:6]}", protocol=self.protocol)
+        client.username_pw_set(username, password)
+        checker = Endpoint(name="checker", client=client, backoff=Backoff(1.0, 1.0))
+        client.user_data_set(checker)
+        client.on_socket_open = self._on_socket_open
+        client.on_socket_close = self._on_socket_close
+        client.on_socket_register_write = self._on_register_write
+        client.on_socket_unregister_write = self._on_unregister_write
+
+        def on_message(c: Any, u: Any, message: Any) -> None:
+            if message.retain:
+                try:
+                    seen[message.topic.split("/")[1]] = p.parse_state(message.payload).state
+                except p.ProtocolError:
+                    seen[message.topic.split("/")[1]] = "<bad>"
+
+        client.on_connect = lambda c, u, f, r, pr: setattr(checker, "connected", True)
+        client.on_message = on_message
+        client.connect(self.host, self.port, keepalive=60)
+        try:
+            self.run_until(lambda: checker.connected, 10.0)
+            # In chunks: on one wildcard subscription mosquitto sends at most max_inflight + max_queued_messages
+            # retained messages and silently drops the rest (fleet.conf: 20 + 200), so `toy/+/state` would miss most.
+            names = [toy.name for toy in self.toys]
+            for start in range(0, len(names), 100):
+                chunk = names[start:start + 100]
+                client.subscribe([(f"toy/{name}/state", 1) for name in chunk])
+                self.run_until(lambda: all(name in seen for name in chunk), timeout_s / max(1, len(names) / 100))
+        finally:
+            client.disconnect()
+            client.loop_write()
+            sock = client.socket()
+            if sock is not None:
+                self._on_socket_close(client, checker, sock)
+        return seen
+
     def close(self) -> None:
         for endpoint in self.endpoints():
             try:
@@ -376,41 +419,6 @@ class FleetSim:
                 self._on_socket_close(endpoint.client, endpoint, sock)
                 sock.close()
         self.selector.close()
-
-
-def read_retained_states(host: str, port: int, device_ids: list[str], username: str, password: str,
-                         timeout_s: float = 30.0) -> dict[str, str]:
-    """The retained `state` of each toy as a fresh subscriber sees it (what a dashboard or a rebooted firmware gets)."""
-    import paho.mqtt.client as mqtt
-
-    wanted = set(device_ids)
-    seen: dict[str, str] = {}
-    client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
-                         client_id=f"checker-{uuid.uuid4().hex[:6]}", protocol=mqtt.MQTTv5)
-    client.username_pw_set(username, password)
-
-    def on_message(c: Any, u: Any, message: Any) -> None:
-        device_id = message.topic.split("/")[1]
-        if message.retain and device_id in wanted:
-            try:
-                seen[device_id] = p.parse_state(message.payload).state
-            except p.ProtocolError:
-                seen[device_id] = "<bad>"
-
-    client.on_connect = lambda c, u, f, r, pr: c.subscribe("toy/+/state", qos=1)
-    client.on_message = on_message
-    client.connect(host, port, keepalive=60)
-    deadline = time.monotonic() + timeout_s
-    quiet_since = time.monotonic()
-    last = 0
-    while time.monotonic() < deadline and len(seen) < len(wanted):
-        client.loop(0.1)
-        if len(seen) != last:
-            last, quiet_since = len(seen), time.monotonic()
-        elif time.monotonic() - quiet_since > 3.0:  # nothing more is coming
-            break
-    client.disconnect()
-    return seen
 
 
 def connections_per_second_peak(times: list[float], since: float) -> int:

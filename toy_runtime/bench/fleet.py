@@ -73,7 +73,7 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
               down_s: float = 1.0, seed: int | None = None, broker: Any = None,
               log=lambda line: None) -> dict[str, Any]:
     """Run the whole measurement; returns the summary (numbers in seconds, ms, MiB)."""
-    from firmware_bridge.fleet_sim import FleetSim, connections_per_second_peak, raise_fd_limit, read_retained_states
+    from firmware_bridge.fleet_sim import FleetSim, connections_per_second_peak, raise_fd_limit
 
     fd_limit = raise_fd_limit(2 * toys + 512)  # the broker inherits it: one socket per toy on each side
     own_broker = broker is None
@@ -108,7 +108,7 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
             summary["commands"]["broker_rss_mib"] = after["rss_mib"]
             log(f"commands: {summary['commands']}")
         if restart:
-            summary["restart"] = _restart(sim, broker, down_s, connections_per_second_peak, read_retained_states)
+            summary["restart"] = _restart(sim, broker, down_s, connections_per_second_peak)
             log(f"restart: {summary['restart']}")
         summary["broker_end"] = broker_usage(broker.pid)
     finally:
@@ -118,7 +118,7 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
     return summary
 
 
-def _restart(sim: Any, broker: Any, down_s: float, peak_of: Any, read_states: Any) -> dict[str, Any]:
+def _restart(sim: Any, broker: Any, down_s: float, peak_of: Any) -> dict[str, Any]:
     """Kill the broker (a crash), start it again after `down_s`, and measure the way back."""
     expected = sim.set_states()
     if sim.pending:
@@ -133,7 +133,7 @@ def _restart(sim: Any, broker: Any, down_s: float, peak_of: Any, read_states: An
     back_at = time.monotonic()
     restarter.join()
     reconnects = sim.stats.connects[connects_before:]
-    states = read_states(broker.host, broker.port, [t.name for t in sim.toys], "fleet", FLEET_PASSWORD)
+    states = sim.read_retained_states("fleet", FLEET_PASSWORD)
     correct = sum(states.get(name) == state for name, state in expected.items())
     return {"down_s": down_s, "all_back": back, "back_after_kill_s": round(back_at - killed_at, 2),
             "back_after_listening_s": round(back_at - listening_at, 2),
