@@ -132,3 +132,66 @@ def test_the_acl_renderer_refuses_what_would_widen_access(tmp_path: Path, capsys
     owners.write_text('[owners]\n"app-alice" = "toyA"\n')
     assert acl_main([str(owners)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+async def test_the_shipped_fleet_config_starts_and_confines_a_toy_over_tls(tmp_path: Path, endpoints):
+    """configs/mosquitto/fleet.conf with its paths pointed into tmp_path, a password file made by
+    `mosquitto_passwd -b` and the rendered ACL: mosquitto accepts it, a toy logs in over TLS and cannot read another's
+    retained state."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+
+    from firmware_bridge.firmware import FirmwareClient
+    from toy_runtime.testing.broker import free_port, make_test_certs
+
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not os.path.exists(binary):
+        if os.environ.get("TOY_REQUIRE_SERVICES"):
+            raise FileNotFoundError(binary)
+        pytest.skip("mosquitto not installed")
+    certs = await asyncio.to_thread(make_test_certs, tmp_path / "certs")
+    passwd = tmp_path / "fleet.passwd"
+    for user, password in USERS.items():
+        subprocess.run(["mosquitto_passwd", "-b", *(["-c"] if not passwd.exists() else []), str(passwd), user,
+                        password], check=True)
+    (tmp_path / "fleet.acl").write_text(render_fleet_acl(OWNERS))
+    port = free_port()
+    conf = (Path(__file__).resolve().parents[2] / "configs" / "mosquitto" / "fleet.conf").read_text()
+    conf = (conf.replace("listener 8883", f"listener {port} 127.0.0.1")
+            .replace("/etc/mosquitto/certs/server.pem", str(certs.cert_file))
+            .replace("/etc/mosquitto/certs/server.key", str(certs.key_file))
+            .replace("/etc/mosquitto/certs/ca.pem", str(certs.ca_file))
+            .replace("/etc/mosquitto/fleet.passwd", str(passwd))
+            .replace("/etc/mosquitto/fleet.acl", str(tmp_path / "fleet.acl"))
+            .replace("/var/lib/mosquitto/", f"{tmp_path}/")
+            .replace("log_dest syslog", "log_dest stderr"))
+    if os.geteuid() == 0:
+        conf += "user root\n"
+    (tmp_path / "fleet.conf").write_text(conf)
+    proc = subprocess.Popen([binary, "-c", str(tmp_path / "fleet.conf")], stderr=subprocess.PIPE)
+    try:
+        for _ in range(250):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                await asyncio.sleep(0.02)
+        url = f"mqtts://127.0.0.1:{port}"
+        tls = {"ca_file": str(certs.ca_file)}
+        toy_b = await endpoints(BridgeClient(make_config(url, "toyB", username="toyB", password="b-secret", **tls)))
+        await toy_b.publish_state("speaking")
+        toy_a = await endpoints(BridgeClient(make_config(url, "toyA", username="toyA", password="a-secret", **tls)))
+        await toy_a.publish_state("idle")
+        # toy A's own credentials on a firmware client pointed at toy B's topics: nothing of B's arrives
+        spy = await endpoints(FirmwareClient(make_config(url, "toyB", username="toyA", password="a-secret", **tls)))
+        mine = await endpoints(FirmwareClient(make_config(url, "toyA", username="toyA", password="a-secret", **tls)))
+        assert (await asyncio.wait_for(mine.next_state(), 5)).state == "idle"  # its own retained state arrives
+        await asyncio.sleep(0.3)  # margin: the spy subscribed first, its retained values would have come before
+        assert spy.last_state is None and spy.runtime_online is None
+    finally:
+        proc.terminate()
+        proc.wait(5)
+        proc.stderr.close()
