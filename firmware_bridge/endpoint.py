@@ -198,6 +198,10 @@ class MqttEndpoint:
         """Why the endpoint gave up (AUTH_FAILED / REJECTED), else None."""
         return self._error
 
+    def _resolved(self) -> MqttUrl:
+        """The broker URL and credentials resolved by the current start() (read once: a password file too)."""
+        return self._broker if self._broker is not None else self.config.broker()
+
     def _inbox(self, name: str) -> Inbox[Any]:
         inbox: Inbox[Any] = Inbox(name, self.config.inbox_limit, self.stats)
         self._inboxes.append(inbox)
@@ -265,7 +269,7 @@ class MqttEndpoint:
         self._stopping = False
         self._error = None
         self._client = self._build_client()  # BridgeError("tls_config"/"password_file") for an unusable file
-        broker = self._broker
+        broker = self._resolved()
         self._set_state(ConnectionState.CONNECTING)
         properties = None
         if self.config.protocol == "5":
@@ -439,7 +443,7 @@ class MqttEndpoint:
         # TCP, DNS or TLS failure while opening the connection; our client subclass kept the exception.
         self._connect_failures += 1
         error = getattr(client, "last_connect_error", None)
-        failure = classify(error, self._broker, self.config.ca_file, probe=not self._connected_once)
+        failure = classify(error, self._resolved(), self.config.ca_file, probe=not self._connected_once)
         self._failed(client, failure)
 
     def _failed(self, client: Any, failure: ConnectFailure) -> None:
@@ -495,7 +499,7 @@ class MqttEndpoint:
         if self._stopping or self._gave_up:
             return
         if not self._connack_seen:  # closed before answering CONNECT: a TLS port behind a plain URL does that
-            self._failed(client, closed_before_connack(self._broker, probe=not self._connected_once))
+            self._failed(client, closed_before_connack(self._resolved(), probe=not self._connected_once))
             return
         log.warning("%s %s lost the broker (%s); reconnecting", self.role, self.device_id, reason)
         self._post(self._set_state, ConnectionState.RECONNECTING)

@@ -24,8 +24,12 @@ async def test_after_a_broker_restart_the_toy_is_subscribed_again_with_its_retai
         toy = await endpoints(BridgeClient(make_config(broker.url, "toyR")))
         await toy.publish_state("speaking", session_id="s1")
         await toy.publish_volume(35, muted=False)
+        # the volume is the last retained value the toy republishes: once the broker has it, it has them all
+        watcher = wire(target=broker, subscribe=["toy/toyR/volume"])
+        assert (await watcher.next())[0] == "toy/toyR/volume"
         await asyncio.to_thread(broker.restart, down_s=0.3)
-        await wait_state(toy, ConnectionState.CONNECTED, timeout=10)
+        topic, payload, _ = await watcher.next(10)  # the broker forgot everything: this came from the toy again
+        assert topic == "toy/toyR/volume" and p.parse_volume(payload).level == 35
         await toy.wait_connected(10)
         late = wire(target=broker, subscribe=["toy/toyR/#"])
         retained = {}
