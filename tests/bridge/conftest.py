@@ -222,5 +222,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     here = Path(__file__).parent
     for item in items:
         path = Path(item.fspath)
-        if here in path.parents and path.name not in ("test_protocol.py", "test_backoff.py"):
+        if here in path.parents and path.name not in ("test_protocol.py", "test_backoff.py", "test_fleet_figures.py"):
             item.add_marker(pytest.mark.broker)
