@@ -11,6 +11,7 @@ volume signal, command results and its own presence (`online`, last will `offlin
 
 from __future__ import annotations
 
+import time
 from typing import Any, AsyncIterator
 
 from . import protocol as p
@@ -21,6 +22,17 @@ __all__ = [
     "BridgeAuthError", "BridgeClient", "BridgeConfig", "BridgeError", "ConnectionState", "EndpointStats", "MqttUrl",
     "parse_mqtt_url",
 ]
+
+
+def with_message_expiry(command: p.Command, expiry_s: int | None, now: float | None = None) -> p.Command:
+    """`command` with `expires_at` no later than the end of its MQTT 5 message expiry (the broker delivers what is
+    left of the interval): the earlier of the two deadlines wins, so a command cannot outlive either."""
+    if expiry_s is None:
+        return command
+    deadline = round((time.time() if now is None else now) + expiry_s, 3)
+    if command.expires_at is not None and command.expires_at <= deadline:
+        return command
+    return command.model_copy(update={"expires_at": deadline})
 
 
 class BridgeClient(MqttEndpoint):
@@ -50,7 +62,7 @@ class BridgeClient(MqttEndpoint):
     def _on_stop_publish(self) -> list[tuple[str, bytes]]:
         return [(self.topics.online, p.OFFLINE.encode())]
 
-    def _on_payload(self, topic: str, payload: bytes, retained: bool) -> None:
+    def _on_payload(self, topic: str, payload: bytes, retained: bool, expiry_s: int | None = None) -> None:
         suffix = self.topics.suffix_of(topic)
         if retained and suffix in (p.BUTTON, p.COMMAND):
             # A retained button or command would replay on every reconnect: never act on one.
@@ -66,7 +78,7 @@ class BridgeClient(MqttEndpoint):
                 self.last_status = status
                 self._deliver(self._statuses, status)
             elif suffix == p.COMMAND:
-                self._deliver(self._commands, p.parse_command(payload))
+                self._deliver(self._commands, with_message_expiry(p.parse_command(payload), expiry_s))
             else:
                 raise p.ProtocolError("unknown_topic", f"not subscribed to {topic!r}")
         except p.ProtocolError as exc:

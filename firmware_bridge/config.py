@@ -59,6 +59,8 @@ class BridgeConfig(BaseModel):
     device_id: str
     username: str | None = None
     password: SecretStr | None = None  # pass in from env (e.g. TOY_MQTT_PASSWORD); never put it in a config file
+    # or: a file holding only the password (mode 0600, e.g. provisioned per toy); read when connecting, never logged
+    password_file: str | None = None
     ca_file: str | None = None  # CA bundle for mqtts:// (system CAs when None)
     cert_file: str | None = None  # client certificate (mutual TLS), optional
     key_file: str | None = None
@@ -87,12 +89,36 @@ class BridgeConfig(BaseModel):
         return value
 
     def broker(self) -> MqttUrl:
-        """The parsed URL, with explicit username/password taking precedence over URL userinfo."""
+        """The parsed URL, with explicit username/password (or password_file) taking precedence over URL userinfo.
+        PasswordFileError when `password_file` cannot be read."""
         parsed = parse_mqtt_url(self.url)
+        password = parsed.password
+        if self.password:
+            password = self.password.get_secret_value()
+        elif self.password_file:
+            password = read_password_file(self.password_file)
         return MqttUrl(
             host=parsed.host,
             port=parsed.port,
             tls=parsed.tls,
             username=self.username or parsed.username,
-            password=self.password.get_secret_value() if self.password else parsed.password,
+            password=password,
         )
+
+
+class PasswordFileError(ValueError):
+    """The password file is missing, unreadable or empty (the message names the file, never its content)."""
+
+
+def read_password_file(path: str) -> str:
+    """The password in `path`: its first line without the line end (what `printf '%s\\n' "$pw" > file` wrote)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            password = handle.readline().rstrip("\r\n")
+    except OSError as exc:
+        raise PasswordFileError(f"cannot read the MQTT password file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise PasswordFileError(f"the MQTT password file {path} is not UTF-8 text") from None
+    if not password:
+        raise PasswordFileError(f"the MQTT password file {path} is empty")
+    return password

@@ -31,7 +31,8 @@ import time
 import uuid
 from typing import Any
 
-from .config import BridgeConfig
+from .backoff import Backoff
+from .config import BridgeConfig, MqttUrl, PasswordFileError
 from .failures import ConnectFailure, classify, closed_before_connack
 from .inbox import EndpointStats, Inbox
 from .protocol import MAX_PAYLOAD_BYTES, ProtocolError, Topics, clip
@@ -59,10 +60,22 @@ def _paho() -> Any:
 
 @functools.cache
 def _client_class(mqtt: Any) -> Any:
+    _CS = mqtt._ConnectionState  # paho's connection states, which its reconnect wait checks
     class Client(mqtt.Client):
         """paho's client, remembering why the last connection attempt failed (`on_connect_fail` does not say)."""
 
         last_connect_error: BaseException | None = None
+        backoff: Backoff | None = None  # set by the endpoint: our jittered delays instead of paho's doubling
+
+        def _reconnect_wait(self) -> None:
+            # paho's own wait doubles without jitter: after a broker restart every toy would retry in lockstep.
+            # Same exit conditions as paho's (a stop or disconnect ends the wait at once).
+            if self.backoff is None:
+                return super()._reconnect_wait()
+            deadline = time.monotonic() + self.backoff.next_delay()
+            while (self._state not in (_CS.MQTT_CS_DISCONNECTING, _CS.MQTT_CS_DISCONNECTED)
+                   and not self._thread_terminate and (remaining := deadline - time.monotonic()) > 0):
+                time.sleep(min(remaining, 0.5))
 
         def reconnect(self) -> Any:
             try:
@@ -78,6 +91,12 @@ def _client_class(mqtt: Any) -> Any:
             self.disconnect()
 
     return Client
+
+
+def _expiry_of(message: Any) -> int | None:
+    """The remaining MQTT 5 message expiry interval (s) the broker delivered with `message`, else None."""
+    properties = getattr(message, "properties", None)
+    return getattr(properties, "MessageExpiryInterval", None) if properties is not None else None
 
 
 class ConnectionState(enum.StrEnum):
@@ -120,6 +139,7 @@ class MqttEndpoint:
         self.stats = EndpointStats()
         self._mqtt = _paho()
         self._client: Any = None
+        self._broker: MqttUrl | None = None  # the resolved URL and credentials of the current start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()  # guards _ready, the outbox and the retained mirror
         self._ready = False  # True from SUBACK until the connection drops: publishes go straight to paho
@@ -127,6 +147,9 @@ class MqttEndpoint:
         self._retained: dict[str, bytes] = {}  # topic → latest retained payload (re-published on every connect)
         self._unacked: collections.deque[Any] = collections.deque()  # MQTTMessageInfo of publishes not yet acked
         self._sub_mid: int | None = None
+        self._subscribed = False  # network thread: the broker acknowledged every subscription in this session
+        self.backoff = Backoff(config.reconnect_min_delay_s, max(config.reconnect_max_delay_s,
+                                                                 config.reconnect_min_delay_s))
         self._connect_failures = 0
         self._connected_once = False  # network thread: a good CONNACK was seen since start()
         self._connack_seen = False  # network thread: in the current attempt
@@ -156,8 +179,9 @@ class MqttEndpoint:
         """Retained messages to publish first on every connect (e.g. presence `online`)."""
         return []
 
-    def _on_payload(self, topic: str, payload: bytes, retained: bool) -> None:
-        """Decode one inbound message on the network thread; use `_deliver` to hand it to asyncio."""
+    def _on_payload(self, topic: str, payload: bytes, retained: bool, expiry_s: int | None = None) -> None:
+        """Decode one inbound message on the network thread; use `_deliver` to hand it to asyncio. `expiry_s` is
+        what is left of the sender's MQTT 5 message expiry interval (None: none set, or MQTT 3.1.1)."""
 
     # --- lifecycle --------------------------------------------------------------------------------------------------
 
@@ -174,6 +198,10 @@ class MqttEndpoint:
         """Why the endpoint gave up (AUTH_FAILED / REJECTED), else None."""
         return self._error
 
+    def _resolved(self) -> MqttUrl:
+        """The broker URL and credentials resolved by the current start() (read once: a password file too)."""
+        return self._broker if self._broker is not None else self.config.broker()
+
     def _inbox(self, name: str) -> Inbox[Any]:
         inbox: Inbox[Any] = Inbox(name, self.config.inbox_limit, self.stats)
         self._inboxes.append(inbox)
@@ -182,7 +210,10 @@ class MqttEndpoint:
     def _build_client(self) -> Any:
         mqtt = self._mqtt
         cfg = self.config
-        broker = cfg.broker()
+        try:
+            broker = self._broker = cfg.broker()  # read once: the failure paths reuse it on the network thread
+        except PasswordFileError as exc:
+            raise BridgeError("password_file", str(exc)) from None
         if cfg.client_id:
             client_id = cfg.client_id
         elif cfg.session_expiry_s:
@@ -220,6 +251,7 @@ class MqttEndpoint:
         if will:
             client.will_set(will[0], will[1], qos=1, retain=True)
         client.reconnect_delay_set(cfg.reconnect_min_delay_s, cfg.reconnect_max_delay_s)
+        client.backoff = self.backoff
         client.on_socket_open = self._on_socket_open
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe
@@ -236,8 +268,8 @@ class MqttEndpoint:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         self._error = None
-        self._client = self._build_client()  # BridgeError("tls_config") for an unusable CA/cert file
-        broker = self.config.broker()
+        self._client = self._build_client()  # BridgeError("tls_config"/"password_file") for an unusable file
+        broker = self._resolved()
         self._set_state(ConnectionState.CONNECTING)
         properties = None
         if self.config.protocol == "5":
@@ -390,9 +422,16 @@ class MqttEndpoint:
         self._connect_failures = 0
         self._connected_once = True
         self._warned = None
+        self.backoff.reset()
         self._post(self._note_failure, None)
         subs = self._subscriptions()
-        if subs:
+        if subs and self._subscribed and getattr(flags, "session_present", False):
+            # The broker kept our session (session_expiry_s > 0, a network drop): the subscriptions are still
+            # there, and QoS 1 messages queued meanwhile are coming; subscribing again would only cost a round trip.
+            self.stats.resumed += 1
+            self._become_ready(client)
+        elif subs:
+            self._subscribed = False  # a new session: nothing of ours survived on the broker
             result, mid = client.subscribe([(topic, 1) for topic in subs])
             self._sub_mid = mid
             if result != 0:
@@ -404,7 +443,7 @@ class MqttEndpoint:
         # TCP, DNS or TLS failure while opening the connection; our client subclass kept the exception.
         self._connect_failures += 1
         error = getattr(client, "last_connect_error", None)
-        failure = classify(error, self.config.broker(), self.config.ca_file, probe=not self._connected_once)
+        failure = classify(error, self._resolved(), self.config.ca_file, probe=not self._connected_once)
         self._failed(client, failure)
 
     def _failed(self, client: Any, failure: ConnectFailure) -> None:
@@ -427,9 +466,12 @@ class MqttEndpoint:
     def _on_subscribe(self, client: Any, userdata: Any, mid: int, reasons: list[Any], properties: Any) -> None:
         if mid != self._sub_mid:
             return
+        refused = False
         for topic, code in zip(self._subscriptions(), reasons):
             if getattr(code, "is_failure", False):
+                refused = True
                 log.error("%s subscription to %s refused: %s", self.role, topic, code.getName())
+        self._subscribed = not refused  # a refused one is asked again on the next connection
         self._become_ready(client)
 
     def _become_ready(self, client: Any) -> None:
@@ -437,8 +479,9 @@ class MqttEndpoint:
             first = self._on_ready_publish()
             for topic, payload in first:
                 self._retained[topic] = payload
-            for topic, payload in self._retained.items():
+            for topic, payload in self._retained.items():  # once per connection, the latest value of each
                 self._track(client.publish(topic, payload, qos=1, retain=True))
+            self.stats.republished += len(self._retained)
             flushed = len(self._outbox)
             while self._outbox:
                 topic, payload = self._outbox.popleft()
@@ -456,14 +499,14 @@ class MqttEndpoint:
         if self._stopping or self._gave_up:
             return
         if not self._connack_seen:  # closed before answering CONNECT: a TLS port behind a plain URL does that
-            self._failed(client, closed_before_connack(self.config.broker(), probe=not self._connected_once))
+            self._failed(client, closed_before_connack(self._resolved(), probe=not self._connected_once))
             return
         log.warning("%s %s lost the broker (%s); reconnecting", self.role, self.device_id, reason)
         self._post(self._set_state, ConnectionState.RECONNECTING)
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         try:
-            self._on_payload(message.topic, message.payload, bool(message.retain))
+            self._on_payload(message.topic, message.payload, bool(message.retain), _expiry_of(message))
         except ProtocolError as exc:  # e.g. a topic outside ours: one line, like any other bad message
             self._drop_bad(message.topic, exc)
         except Exception as exc:  # a bug in our decoding: never let one message kill the network thread

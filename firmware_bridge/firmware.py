@@ -29,7 +29,7 @@ class FirmwareClient(MqttEndpoint):
         t = self.topics
         return [t.state, t.volume, t.online]
 
-    def _on_payload(self, topic: str, payload: bytes, retained: bool) -> None:
+    def _on_payload(self, topic: str, payload: bytes, retained: bool, expiry_s: int | None = None) -> None:
         suffix = self.topics.suffix_of(topic)
         try:
             if suffix == p.STATE:

@@ -19,6 +19,8 @@ class EndpointStats:
     """Counters for logs and tests."""
 
     connects: int = 0
+    resumed: int = 0  # connects where the broker still had our session and subscriptions (no SUBSCRIBE sent)
+    republished: int = 0  # retained values re-published on (re)connects: once per retained topic per connection
     disconnects: int = 0
     published: int = 0  # handed to paho while connected (includes flushes)
     queued: int = 0  # non-retained publishes parked in the outbox while disconnected

@@ -199,6 +199,13 @@ class Command(_Payload):
     actor: CommandActor
     actor_id: str = Field(default="", max_length=MAX_ID_CHARS)
     ts: float | None = None
+    # seconds since the epoch after which the command must not run (answered `refused`, error.code `expired`): a
+    # command queued while the toy was offline must not fire hours later. Also set from an MQTT 5 message expiry.
+    expires_at: float | None = Field(default=None, ge=0)
+
+    def expired(self, now: float) -> bool:
+        """True once `now` (epoch seconds) is past `expires_at`; never for a command without one."""
+        return self.expires_at is not None and now > self.expires_at
 
 
 class CommandErrorInfo(BaseModel):

@@ -41,6 +41,7 @@ MANIFEST="$SCRIPT_DIR/models.manifest"
 ALLOW_UNVERIFIED=0
 WITH_MODELS=1
 WITH_BROKER=1
+MQTT_PASSWORD_FILE=""
 WITH_PACKAGE=1
 START=0
 EXTRAS=alsa
@@ -63,6 +64,9 @@ usage: install-pi.sh [options]
   --allow-unverified    accept manifest entries whose sha256 is UNVERIFIED (prints the hash to pin)
   --no-models           skip the model downloads
   --no-local-broker     skip the local mosquitto broker (toy.toml then needs a remote [mqtt] url)
+  --mqtt-password-file FILE
+                        this toy's own broker password, provisioned per toy (a fleet broker: docs/fleet.md);
+                        written to secrets.env as TOY_MQTT__PASSWORD, never on a command line
   --no-package          skip pip install of the package (the venv is still created)
   --start               (re)start the service at the end
   --prefix DIR          install under DIR instead of / (needs --skip-system or --dry-run)
@@ -126,6 +130,8 @@ parse_args() {
             --allow-unverified) ALLOW_UNVERIFIED=1 ;;
             --no-models) WITH_MODELS=0 ;;
             --no-local-broker) WITH_BROKER=0 ;;
+            --mqtt-password-file) MQTT_PASSWORD_FILE="${2:?--mqtt-password-file needs a file}"; shift ;;
+            --mqtt-password-file=*) MQTT_PASSWORD_FILE="${1#*=}" ;;
             --no-package) WITH_PACKAGE=0 ;;
             --start) START=1 ;;
             -h | --help) usage; exit 0 ;;
@@ -439,6 +445,27 @@ step_config() {
 # OPENAI_BASE_URL=https://api.openai.com/v1
 EOF
     install_if_absent "$WORK/secrets.env" "$ETC_DIR/secrets.env" 0600 root:root
+    [[ -z "$MQTT_PASSWORD_FILE" ]] || set_mqtt_password "$MQTT_PASSWORD_FILE" "$ETC_DIR/secrets.env"
+}
+
+# The toy's provisioned broker password into secrets.env (replacing an older one): read from a file, so it never
+# appears on a command line or in this script's output.
+set_mqtt_password() {
+    local file="$1" secrets="$2" password
+    [[ -r "$file" ]] || die "--mqtt-password-file: cannot read $file"
+    IFS= read -r password <"$file" || [[ -n "$password" ]] || die "--mqtt-password-file: $file is empty"
+    [[ -n "$password" ]] || die "--mqtt-password-file: $file is empty"
+    if [[ -r "$secrets" ]] && grep -qxF "TOY_MQTT__PASSWORD=$password" "$secrets"; then
+        ok "TOY_MQTT__PASSWORD (from $file) already in $secrets"
+        return
+    fi
+    if ((DRY_RUN)); then
+        printf '  [dry-run] write TOY_MQTT__PASSWORD from %s to %s\n' "$file" "$secrets"
+        CHANGES=$((CHANGES + 1))
+        return
+    fi
+    { grep -v '^TOY_MQTT__PASSWORD=' "$secrets" || true; printf 'TOY_MQTT__PASSWORD=%s\n' "$password"; } >"$WORK/secrets.new"
+    run install -m 0600 "$WORK/secrets.new" "$secrets"
 }
 
 # The device id the local broker's user must match: from the installed toy.toml, else the shipped one.

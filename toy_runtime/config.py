@@ -323,6 +323,8 @@ class MqttConfig(Section):
                            "(firmware_bridge.protocol.validate_device_id, docs/mqtt.md)")
     username: str | None = None
     password: SecretStr | None = Field(None, description="from the environment only (TOY_MQTT__PASSWORD)")
+    password_file: Path | None = Field(None, description="a file holding only this toy's broker password (0600), "
+                                       "read at connect, never logged; TOY_MQTT__PASSWORD wins when both are set")
     ca_file: Path | None = None
     protocol: Literal["5", "3.1.1"] = "5"
     keepalive_s: int = Field(30, ge=5, le=600)

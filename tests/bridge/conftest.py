@@ -100,9 +100,18 @@ class WireClient:
     def wait_ready(self, timeout: float = 5.0) -> None:
         assert self._connected.get(timeout=timeout), "wire client was refused"
 
-    def publish(self, topic: str, payload: bytes | str | dict[str, Any], retain: bool = False) -> None:
+    def publish(self, topic: str, payload: bytes | str | dict[str, Any], retain: bool = False,
+                expiry_s: int | None = None) -> None:
+        """QoS 1, waits for the PUBACK; `expiry_s` sets the MQTT 5 message expiry interval."""
         data = json.dumps(payload) if isinstance(payload, dict) else payload
-        self.client.publish(topic, data, qos=1, retain=retain).wait_for_publish(5)
+        properties = None
+        if expiry_s is not None:
+            from paho.mqtt.packettypes import PacketTypes
+            from paho.mqtt.properties import Properties
+
+            properties = Properties(PacketTypes.PUBLISH)
+            properties.MessageExpiryInterval = expiry_s
+        self.client.publish(topic, data, qos=1, retain=retain, properties=properties).wait_for_publish(5)
 
     async def next(self, timeout: float = 5.0) -> tuple[str, bytes, bool]:
         return await asyncio.to_thread(self.messages.get, True, timeout)
@@ -208,10 +217,10 @@ def wire(request: pytest.FixtureRequest) -> Iterator[Callable[..., WireClient]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark this folder's tests `broker`: all but the protocol's start their own mosquitto (some without the
+    """Mark this folder's tests `broker`: all but the protocol's and the backoff's start their own mosquitto (some without the
     plugin's `broker` fixture: TLS, users)."""
     here = Path(__file__).parent
     for item in items:
         path = Path(item.fspath)
-        if here in path.parents and path.name != "test_protocol.py":
+        if here in path.parents and path.name not in ("test_protocol.py", "test_backoff.py", "test_fleet_figures.py"):
             item.add_marker(pytest.mark.broker)

@@ -182,3 +182,21 @@ def test_firmware_bridge_imports_nothing_from_toy_runtime_and_paho_lazily() -> N
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_command_expiry_is_optional_and_the_earlier_deadline_wins() -> None:
+    from firmware_bridge.client import with_message_expiry
+
+    old = p.parse_command(b'{"v": 1, "command_id": "c1", "name": "session.end", "actor": "app"}')
+    assert old.expires_at is None and not old.expired(now=1e12)  # a v1 sender that never heard of expiry
+    timed = p.parse_command(b'{"v": 1, "command_id": "c1", "name": "session.end", "actor": "app",'
+                            b' "expires_at": 1000.5}')
+    assert not timed.expired(now=1000.5) and timed.expired(now=1000.6)
+    assert json.loads(p.encode(timed))["expires_at"] == 1000.5
+    with pytest.raises(p.ProtocolError):
+        p.parse_command(b'{"v": 1, "command_id": "c1", "name": "x", "actor": "app", "expires_at": "soon"}')
+    # MQTT 5 message expiry: what is left of the interval when it arrived, counted from then
+    assert with_message_expiry(old, 30, now=1000.0).expires_at == 1030.0
+    assert with_message_expiry(timed, 30, now=1000.0).expires_at == 1000.5  # the payload's is earlier
+    assert with_message_expiry(timed, 0, now=900.0).expires_at == 900.0  # the broker's is earlier
+    assert with_message_expiry(old, None) is old  # MQTT 3.1.1, or no expiry set

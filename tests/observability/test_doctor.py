@@ -209,11 +209,40 @@ async def test_a_hanging_check_is_cut_by_its_timeout(make_settings) -> None:
 @pytest.mark.broker
 async def test_broker_accepts_the_credentials(make_settings, broker_with_users) -> None:
     settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
-                             TOY_MQTT__PASSWORD="s3cret")
+                             TOY_MQTT__DEVICE_ID="toy", TOY_MQTT__PASSWORD="s3cret")
     results = by_name(await diagnose(settings, skip=only("broker")))
     assert results["broker"].status == "OK", results["broker"]
     assert "as toy" in results["broker"].detail and "session in" in results["broker"].detail
-    assert "doctor-toy1-" in broker_with_users.log_text()  # the probe, not a runtime client, connected
+    assert "password from TOY_MQTT__PASSWORD" in results["broker"].detail
+    assert "s3cret" not in str(results["broker"])
+    assert "doctor-toy-" in broker_with_users.log_text()  # the probe, not a runtime client, connected
+
+
+@pytest.mark.broker
+async def test_broker_password_from_a_file_is_used_and_never_shown(make_settings, broker_with_users,
+                                                                    tmp_path: Path) -> None:
+    secret = tmp_path / "mqtt.password"
+    secret.write_text("s3cret\n")
+    settings = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
+                             TOY_MQTT__DEVICE_ID="toy", TOY_MQTT__PASSWORD_FILE=str(secret))
+    results = by_name(await diagnose(settings, skip=only("broker")))
+    assert results["broker"].status == "OK", results["broker"]
+    assert f"password from {secret}" in results["broker"].detail and "s3cret" not in str(results["broker"])
+    missing = make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
+                            TOY_MQTT__DEVICE_ID="toy", TOY_MQTT__PASSWORD_FILE=str(tmp_path / "nope"))
+    results = by_name(await diagnose(missing, skip=only("broker")))
+    assert results["broker"].status == "FAIL" and "password file" in results["broker"].detail
+
+
+@pytest.mark.broker
+async def test_broker_without_per_toy_credentials_is_a_warning(make_settings, broker, broker_with_users) -> None:
+    """A session that works but does not identify the toy: the broker's per-toy ACL cannot confine it."""
+    anonymous = by_name(await diagnose(make_settings(TOY_MQTT__URL=broker.url), skip=only("broker")))
+    assert anonymous["broker"].status == "WARN" and "anonymous" in anonymous["broker"].detail
+    assert "username = device_id" in anonymous["broker"].fix
+    other_user = by_name(await diagnose(make_settings(TOY_MQTT__URL=broker_with_users.url, TOY_MQTT__USERNAME="toy",
+                                                      TOY_MQTT__PASSWORD="s3cret"), skip=only("broker")))
+    assert other_user["broker"].status == "WARN" and "not the device id toy1" in other_user["broker"].detail
 
 
 @pytest.mark.broker

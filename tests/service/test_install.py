@@ -250,3 +250,27 @@ def test_shipped_manifest_is_well_formed():
 def test_prefix_without_skip_system_is_refused(tmp_path):
     result = run_installer("--prefix", str(tmp_path / "root"), check=False)
     assert result.returncode != 0 and "--skip-system" in result.stderr
+
+
+def test_a_provisioned_broker_password_goes_into_secrets_and_nowhere_else(tmp_path):
+    """A fleet toy gets its own broker password from provisioning: --mqtt-password-file writes it to secrets.env
+    (0600), replaces an older one on a second run, and never prints it."""
+    root = tmp_path / "root"
+    empty = write_manifest(tmp_path / "empty.manifest")
+    common = ("--skip-system", "--prefix", str(root), "--no-package", "--no-local-broker", "--no-models",
+              "--python", sys.executable, "--manifest", str(empty))
+    secret = tmp_path / "toy-0001.password"
+    secret.write_text("first-Pa55\n")
+    first = run_installer(*common, "--mqtt-password-file", str(secret))
+    secrets = root / "etc/toy-runtime/secrets.env"
+    assert "TOY_MQTT__PASSWORD=first-Pa55\n" in secrets.read_text()
+    assert oct(secrets.stat().st_mode & 0o777) == "0o600"
+    secret.write_text("second-Pa55\n")
+    second = run_installer(*common, "--mqtt-password-file", str(secret))
+    lines = secrets.read_text().splitlines()
+    assert [line for line in lines if line.startswith("TOY_MQTT__PASSWORD=")] == ["TOY_MQTT__PASSWORD=second-Pa55"]
+    assert "OPENAI_BASE_URL" in secrets.read_text()  # the rest of the file is kept
+    for result in (first, second):
+        assert "Pa55" not in result.stdout + result.stderr
+    missing = run_installer(*common, "--mqtt-password-file", str(tmp_path / "nope"), check=False)
+    assert missing.returncode != 0 and "--mqtt-password-file: cannot read" in missing.stderr

@@ -64,7 +64,7 @@ def command_event(device_id: str, command: Command) -> HostEvent:
         input=AgentInput(data={"name": command.name, "arguments": dict(command.arguments),
                                "command_id": command.command_id}),
         delivery=DeliveryContext(surface="mqtt"),
-        metadata={"device_id": device_id, "command_ts": command.ts},
+        metadata={"device_id": device_id, "command_ts": command.ts, "expires_at": command.expires_at},
     )
 
 

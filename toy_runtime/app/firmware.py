@@ -26,6 +26,7 @@ _HINTS = {
     "tls_handshake": "check [mqtt] url and ca_file",
     "tls_required": "check [mqtt] url",
     "tls_not_spoken": "check [mqtt] url",
+    "password_file": "check [mqtt] password_file",
 }
 
 
@@ -77,7 +78,7 @@ def bridge_config(settings):
 
     m = settings.mqtt
     return BridgeConfig(url=m.url, device_id=m.device_id, username=m.username, password=m.password,
-                        ca_file=str(m.ca_file) if m.ca_file else None, protocol=m.protocol,
+                        password_file=str(m.password_file) if m.password_file else None, ca_file=str(m.ca_file) if m.ca_file else None, protocol=m.protocol,
                         keepalive_s=m.keepalive_s)
 
 
@@ -103,6 +104,15 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None, 
 
     async def on_host_event(event: HostEvent) -> None:
         command = event.event_type == EventType.API_INVOKED
+        expires_at = event.metadata.get("expires_at") if command else None
+        if expires_at is not None and runtime.clock.now().timestamp() > expires_at:
+            # queued while the toy was offline (or stuck in a queue): too late to act on, whatever it asks
+            command_id = str(event.input.data.get("command_id", event.event_id))
+            runtime.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, command_id=command_id,
+                                 name=event.input.data.get("name"), reason="expired", expires_at=expires_at)
+            await publish_result(command_id, status="refused", error_code="expired",
+                                 error_message=f"the command expired at {expires_at:.3f} (epoch s) before it could run")
+            return
         if command and len(link.commands) >= link.max_commands:
             command_id = str(event.input.data.get("command_id", event.event_id))
             runtime.audit.record(AuditKind.REMOTE_REFUSED, host_event_id=event.event_id, command_id=command_id,

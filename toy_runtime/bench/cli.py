@@ -31,7 +31,7 @@ def _repo_file(name: str) -> str:
 def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add `bench` (with `modes`) to a subparsers action; returns the `bench` subparsers for more commands."""
     bench = subparsers.add_parser("bench", help="benchmarks")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,pipeline,voice,ears,hearing}")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="{modes,pipeline,voice,ears,hearing,fleet}")
     add_modes_parser(bench_sub)
     from .pipeline import add_pipeline_parser
 
@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse._SubParsersActi
     from .hearing_cli import add_hearing_parser
 
     add_hearing_parser(bench_sub)
+    from .fleet import add_fleet_parser
+
+    add_fleet_parser(bench_sub)
     return bench_sub
 
 

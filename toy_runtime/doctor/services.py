@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from ..config import Settings
-from .verdict import Verdict, fail, fmt_ms, ok, skip
+from .verdict import Verdict, fail, fmt_ms, ok, skip, warn
 
 BROKER_TCP_TIMEOUT_S = 3.0
 BROKER_SESSION_TIMEOUT_S = 5.0
@@ -50,7 +50,7 @@ async def check_broker(settings: Settings) -> Verdict:
         return fail(f"cannot reach {where}: {exc.strerror or exc}", unreachable_fix)
     try:
         config = BridgeConfig(url=mqtt.url, device_id=mqtt.device_id, username=mqtt.username, password=mqtt.password,
-                              ca_file=str(mqtt.ca_file) if mqtt.ca_file else None, protocol=mqtt.protocol,
+                              password_file=str(mqtt.password_file) if mqtt.password_file else None, ca_file=str(mqtt.ca_file) if mqtt.ca_file else None, protocol=mqtt.protocol,
                               keepalive_s=mqtt.keepalive_s, client_id=f"doctor-{mqtt.device_id}-{uuid.uuid4().hex[:6]}")
         probe = _broker_probe(config)
     except ImportError as exc:
@@ -66,6 +66,9 @@ async def check_broker(settings: Settings) -> Verdict:
                     "check mqtt.username and TOY_MQTT__PASSWORD against the broker's password file "
                     "(mosquitto_passwd); the password is read only from the environment")
     except BridgeError as exc:
+        if exc.code == "password_file":
+            return fail(exc.message, "mqtt.password_file must name a file readable by the runtime holding only the "
+                                     "password (or unset it and use TOY_MQTT__PASSWORD)")
         if exc.code.startswith("tls"):  # certificate, handshake, or a scheme that does not match the listener
             return fail(exc.message, "mqtt.ca_file must be the CA that signed the broker's certificate, and the "
                                      "scheme must match the listener: mqtts:// for TLS, mqtt:// for plain")
@@ -77,5 +80,32 @@ async def check_broker(settings: Settings) -> Verdict:
         return fail(f"TCP to {where} works but no MQTT session within {BROKER_SESSION_TIMEOUT_S:g} s", tls_hint)
     finally:
         await probe.stop()
-    return ok(f"{mqtt.url} as {user}: session in {fmt_ms(connect_ms)} (MQTT {mqtt.protocol}"
-              f"{', TLS' if url.tls else ''})")
+    detail = (f"{mqtt.url} as {user} ({credentials_source(settings)}): session in {fmt_ms(connect_ms)} "
+              f"(MQTT {mqtt.protocol}{', TLS' if url.tls else ''})")
+    return credentials_verdict(settings, user, detail)
+
+
+def credentials_source(settings: Settings) -> str:
+    """Where the toy's broker password comes from, never the password itself."""
+    mqtt = settings.mqtt
+    if mqtt.password is not None:
+        return "password from TOY_MQTT__PASSWORD"
+    if mqtt.password_file is not None:
+        return f"password from {mqtt.password_file}"
+    return "no password"
+
+
+def credentials_verdict(settings: Settings, user: str, detail: str) -> Verdict:
+    """OK when the toy logs in with its own identity; WARN when a session worked without one, because then the
+    broker cannot confine this toy to `toy/<its id>/` (configs/mosquitto/fleet.acl keys everything on the user name)."""
+    mqtt = settings.mqtt
+    fix = ("give each toy its own broker account: [mqtt] username = device_id and TOY_MQTT__PASSWORD (or "
+           "[mqtt] password_file); the broker refuses anonymous clients (configs/mosquitto/fleet.conf)")
+    if user == "anonymous":
+        return warn(f"{detail}; anonymous: the broker cannot tell this toy from any other client", fix)
+    if mqtt.password is None and mqtt.password_file is None:
+        return warn(f"{detail}; no password is set for {user}", fix)
+    if user != mqtt.device_id:
+        return warn(f"{detail}; user {user} is not the device id {mqtt.device_id}: the per-toy ACL (%u) will not "
+                    "match this toy's topics", fix)
+    return ok(detail)

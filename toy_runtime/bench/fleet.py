@@ -1,0 +1,161 @@
+"""`toy-runtime bench fleet`: a fleet of virtual toys (firmware_bridge.fleet_sim) on its own mosquitto, with per-toy
+accounts and the shipped fleet ACL; measures command → result latency, lost and duplicated commands, a broker
+restart (time until every toy is back and subscribed, connections per second, retained state correct) and the
+broker's CPU and RSS.
+
+    toy-runtime bench fleet --toys 1000 --rate 10 --duration 300            # latency under load
+    toy-runtime bench fleet --toys 5000 --rate 0 --idle 60                  # idle fleet: broker RSS/CPU
+    toy-runtime bench fleet --toys 1000 --rate 0 --restart                  # broker restart storm
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+FLEET_PASSWORD = "pw-fleet"
+
+
+def add_fleet_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `fleet` command parser."""
+    p = bench_sub.add_parser("fleet", help="virtual toys on a private mosquitto: latency, restart storm, broker cost",
+                             description=__doc__.splitlines()[0])
+    p.add_argument("--toys", type=int, default=100, help="virtual toys (default 100)")
+    p.add_argument("--rate", type=float, default=10.0, help="commands per second to random toys (0: none)")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of commands (default 30)")
+    p.add_argument("--idle", type=float, default=0.0, help="seconds to watch the connected fleet idle (broker CPU)")
+    p.add_argument("--restart", action="store_true", help="kill and restart the broker, measure the way back")
+    p.add_argument("--down", type=float, default=1.0, help="seconds the broker stays down on --restart")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--json", metavar="FILE", help="also write the summary here")
+    p.set_defaults(func=_run_cli)
+    return p
+
+
+def broker_usage(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) and RSS / peak RSS (MiB) of a process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu_s = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of proc(5))
+    status = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                status[key] = int(value.split()[0]) / 1024
+    return {"cpu_s": round(cpu_s, 2), "rss_mib": round(status.get("VmRSS", 0.0), 1),
+            "peak_rss_mib": round(status.get("VmHWM", 0.0), 1)}
+
+
+def start_fleet_broker(toys: int, prefix: str = "sim") -> Any:
+    """A private mosquitto with an account per toy (password `pw-<id>`), the `fleet` account and the shipped fleet
+    ACL; no persistence (a restart is a crash that forgets everything: the hardest case for retained state)."""
+    from firmware_bridge.acl import render_fleet_acl
+
+    from ..testing.broker import MosquittoBroker
+
+    users = {f"{prefix}-{i:05d}": f"pw-{prefix}-{i:05d}" for i in range(toys)}
+    users["fleet"] = FLEET_PASSWORD
+    broker = MosquittoBroker(users=users, acl=render_fleet_acl({}), start_timeout_s=30.0,
+                             extra_config="max_connections -1\nmax_queued_messages 1000")
+    return broker.start()
+
+
+def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: float = 0.0, restart: bool = False,
+              down_s: float = 1.0, seed: int | None = None, broker: Any = None,
+              log=lambda line: None) -> dict[str, Any]:
+    """Run the whole measurement; returns the summary (numbers in seconds, ms, MiB)."""
+    from firmware_bridge.fleet_sim import FleetSim, connections_per_second_peak, raise_fd_limit
+
+    fd_limit = raise_fd_limit(2 * toys + 512)  # the broker inherits it: one socket per toy on each side
+    own_broker = broker is None
+    t_start = time.perf_counter()
+    if own_broker:
+        broker = start_fleet_broker(toys)
+    log(f"broker up with {toys + 1} accounts in {time.perf_counter() - t_start:.1f} s (pid {broker.pid})")
+    summary: dict[str, Any] = {"toys": toys, "fd_limit": fd_limit}
+    sim = FleetSim(broker.host, broker.port, toys, seed=seed, commander_password=FLEET_PASSWORD)
+    try:
+        summary["connect_all_s"] = round(sim.connect_all(timeout_s=max(60.0, toys / 20)), 2)
+        summary["broker_connected"] = broker_usage(broker.pid)
+        log(f"{toys} toys connected and subscribed in {summary['connect_all_s']} s; broker {summary['broker_connected']}")
+        if idle > 0:
+            before, t0 = broker_usage(broker.pid), time.monotonic()
+            sim.run_for(idle)
+            after = broker_usage(broker.pid)
+            summary["idle"] = {"seconds": idle, "broker_cpu_pct": round(100 * (after["cpu_s"] - before["cpu_s"]) /
+                                                                          (time.monotonic() - t0), 2),
+                               "broker_rss_mib": after["rss_mib"]}
+            log(f"idle {idle:g} s: {summary['idle']}")
+        if rate > 0 and duration > 0:
+            before, t0 = broker_usage(broker.pid), time.monotonic()
+            own_before = resource.getrusage(resource.RUSAGE_SELF)
+            summary["commands"] = {"rate_per_s": rate, "seconds": duration,
+                                   **sim.command_at_rate(rate, duration)}
+            after, own_after = broker_usage(broker.pid), resource.getrusage(resource.RUSAGE_SELF)
+            elapsed = time.monotonic() - t0
+            summary["commands"]["broker_cpu_pct"] = round(100 * (after["cpu_s"] - before["cpu_s"]) / elapsed, 2)
+            summary["commands"]["sim_cpu_pct"] = round(100 * ((own_after.ru_utime + own_after.ru_stime) -
+                                                              (own_before.ru_utime + own_before.ru_stime)) / elapsed, 2)
+            summary["commands"]["broker_rss_mib"] = after["rss_mib"]
+            log(f"commands: {summary['commands']}")
+        if restart:
+            summary["restart"] = _restart(sim, broker, down_s, connections_per_second_peak)
+            log(f"restart: {summary['restart']}")
+        summary["broker_end"] = broker_usage(broker.pid)
+    finally:
+        sim.close()
+        if own_broker:
+            broker.close()
+    return summary
+
+
+def _restart(sim: Any, broker: Any, down_s: float, peak_of: Any) -> dict[str, Any]:
+    """Kill the broker (a crash), start it again after `down_s`, and measure the way back."""
+    expected = sim.set_states()
+    if sim.pending:
+        raise RuntimeError(f"{len(sim.pending)} state commands unanswered before the restart")
+    killed_at = time.monotonic()
+    connects_before = len(sim.stats.connects)
+    restarter = threading.Thread(target=broker.restart, kwargs={"kill": True, "down_s": down_s}, name="restart")
+    restarter.start()
+    sim.run_until(lambda: not restarter.is_alive() and not any(t.subscribed for t in sim.toys), down_s + 60)
+    listening_at = time.monotonic()
+    back = sim.run_until(sim.all_subscribed, 120.0)
+    back_at = time.monotonic()
+    restarter.join()
+    reconnects = sim.stats.connects[connects_before:]
+    states = sim.read_retained_states("fleet", FLEET_PASSWORD)
+    correct = sum(states.get(name) == state for name, state in expected.items())
+    return {"down_s": down_s, "all_back": back, "back_after_kill_s": round(back_at - killed_at, 2),
+            "back_after_listening_s": round(back_at - listening_at, 2),
+            "reconnects": len(reconnects), "peak_connections_per_s": peak_of(reconnects, killed_at),
+            "refused_connacks": sim.stats.refused,
+            "retained_state_correct_pct": round(100 * correct / len(expected), 2)}
+
+
+def _run_cli(args: argparse.Namespace) -> int:
+    if args.toys < 1 or args.rate < 0 or args.duration < 0:
+        print("bench fleet: --toys must be ≥ 1, --rate and --duration ≥ 0", file=sys.stderr)
+        return 2
+    from ..testing.broker import BrokerError
+
+    try:
+        summary = run_fleet(args.toys, rate=args.rate, duration=args.duration, idle=args.idle, restart=args.restart,
+                            down_s=args.down, seed=args.seed, log=lambda line: print(line, file=sys.stderr))
+    except BrokerError as exc:
+        print(f"bench fleet: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    return 0
