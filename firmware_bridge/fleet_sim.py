@@ -413,7 +413,7 @@ class FleetSim:
             try:
                 endpoint.client.disconnect()
                 endpoint.client.loop_write()
-            except Exception:  # best effort at teardown: the socket may already be gone
+            except (OSError, ValueError):  # best effort at teardown: the socket may already be gone
                 pass
             sock = endpoint.client.socket()
             if sock is not None:
