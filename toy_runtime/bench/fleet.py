@@ -33,7 +33,8 @@ def add_fleet_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--idle", type=float, default=0.0, help="seconds to watch the connected fleet idle (broker CPU)")
     p.add_argument("--restart", action="store_true", help="kill and restart the broker, measure the way back")
     p.add_argument("--down", type=float, default=1.0, help="seconds the broker stays down on --restart")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed for the reconnect jitter and the command targets (default: unseeded)")
     p.add_argument("--json", metavar="FILE", help="also write the summary here")
     p.set_defaults(func=_run_cli)
     return p
