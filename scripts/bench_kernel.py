@@ -15,7 +15,8 @@ import statistics
 import time
 from datetime import datetime, timezone
 
-from toy_runtime.events import EventBatch, EventKernel, EventRequest, MemoryAudit, NullAudit, ResolveContext, SourceProtocol
+from toy_runtime.audit import MemoryAudit, NullAudit
+from toy_runtime.events import EventBatch, EventKernel, EventRequest, ResolveContext, SourceProtocol
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import default_registry
 

@@ -16,7 +16,7 @@ from toy_runtime.agent.prompts import (
 from toy_runtime.agent.text_events import EventBlock, TextEventParser
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes import memory_ports
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer

@@ -14,8 +14,8 @@ from typing import Iterator
 
 import pytest
 
-from toy_runtime.events import JsonlAudit
-from toy_runtime.events.audit import audit_files
+from toy_runtime.audit import JsonlAudit
+from toy_runtime.audit.sink import audit_files
 from toy_runtime.metrics.turns import load_audit, open_audit_files, parse_audit_lines
 
 

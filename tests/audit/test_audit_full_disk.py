@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import logging
 
-from toy_runtime.events import audit as audit_module
-from toy_runtime.events import AuditKind, JsonlAudit
+from toy_runtime.audit import sink as audit_module
+from toy_runtime.audit import AuditKind, JsonlAudit
 
 
 def lines_of(path):

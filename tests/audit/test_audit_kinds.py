@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toy_runtime.events import AuditKind, JsonlAudit, MemoryAudit
+from toy_runtime.audit import AuditKind, JsonlAudit, MemoryAudit
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("toy_runtime", "firmware_bridge")
@@ -38,7 +38,7 @@ def names_a_kind(call: ast.Call) -> bool:
 def forwards_its_kind(path: str, call: ast.Call) -> bool:
     # the one sink that passes on what it was given (TeeAudit): its `kind` parameter, not a new kind
     first = call.args[0] if call.args else None
-    return path.endswith("events/audit.py") and isinstance(first, ast.Name) and first.id == "kind"
+    return path.endswith("audit/sink.py") and isinstance(first, ast.Name) and first.id == "kind"
 
 
 def test_every_record_call_names_an_audit_kind() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.host.envelope import (ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent)
 from toy_runtime.host.firmware import bind_firmware, dispatch_audited

@@ -177,7 +177,7 @@ async def test_device_link_warns_refused_at_once_and_keeps_running(tmp_path: Pat
     from toy_runtime.app.runtime import build_runtime
     from toy_runtime.config import load_settings, with_updates
     from toy_runtime.app.firmware import start_device_link
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
 
     settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
                             mqtt={"url": f"mqtt://127.0.0.1:{free_port()}", "device_id": "toy1"})

@@ -15,7 +15,7 @@ from toy_runtime.app.runtime import build_runtime
 from toy_runtime.cli.common import _load_with_flags, add_turn_flags
 from toy_runtime.config import ConfigError, load_settings
 from toy_runtime.config_profiles import PROFILE_DEFAULTS
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.fakes.search import StaticSearch

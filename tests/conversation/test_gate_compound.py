@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from toy_runtime.events import EventStatus, NullAudit, ResolveContext
+from toy_runtime.audit import NullAudit
+from toy_runtime.events import EventStatus, ResolveContext
 from toy_runtime.fakes import memory_ports
 from toy_runtime.language import guess_locale
 from toy_runtime.plugins import default_registry

@@ -11,12 +11,12 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 from toy_runtime.agent.llm import LLMFault
+from toy_runtime.audit import NullAudit
 from toy_runtime.events import (
     EventDefinition,
     EventRegistry,
     EventResult,
     EventStatus,
-    NullAudit,
     Resolution,
     ResolveContext,
     ResultPolicy,

@@ -14,7 +14,7 @@ from firmware_bridge.firmware import FirmwareClient
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.app.firmware import start_device_link
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.session.voice import Stop, VoiceLoop

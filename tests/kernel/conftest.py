@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 
 import pytest
 
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.events import (
     EventDefinition,
     EventFailure,
     EventKernel,
     EventRegistry,
-    MemoryAudit,
     Resolution,
     ResolveContext,
     ResultPolicy,

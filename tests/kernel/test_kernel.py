@@ -364,7 +364,7 @@ async def test_abort_cancels_events_that_have_not_started(recorder, context):
 
 
 def test_redaction_keeps_numbers_and_hides_secret_text():
-    from toy_runtime.events import redact
+    from toy_runtime.audit import redact
 
     out = redact({"prompt_tokens": 12, "first_token": 3.5, "api_key": "abc", "nested": {"password": "pw"},
                   "note": "Bearer abcdefghijkl", "token": ""})

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 import toy_runtime.events.kernel as kernel_module
-from toy_runtime.events import EventRequest, EventStatus, MemoryAudit, SourceProtocol
-from toy_runtime.events.audit_kinds import AuditKind
+from toy_runtime.audit import MemoryAudit
+from toy_runtime.events import EventRequest, EventStatus, SourceProtocol
+from toy_runtime.audit.kinds import AuditKind
 from toy_runtime.events.fallback import FallbackAnswer
 from toy_runtime.testing.virtual_time import virtual_time
 

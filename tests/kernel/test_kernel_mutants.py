@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
-from toy_runtime.events import EventFailure, EventRequest, EventStatus, MemoryAudit, SourceProtocol
-from toy_runtime.events.audit_kinds import AuditKind
+from toy_runtime.audit import MemoryAudit
+from toy_runtime.events import EventFailure, EventRequest, EventStatus, SourceProtocol
+from toy_runtime.audit.kinds import AuditKind
 from toy_runtime.testing.virtual_time import virtual_time
 
 from .conftest import kernel_for, make_definition

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from toy_runtime.events import EventRequest, EventStatus, MemoryAudit, ResultPolicy, SourceProtocol
+from toy_runtime.audit import MemoryAudit
+from toy_runtime.events import EventRequest, EventStatus, ResultPolicy, SourceProtocol
 
 from .conftest import kernel_for, make_definition
 

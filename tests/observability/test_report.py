@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from toy_runtime.cli import main
-from toy_runtime.events import JsonlAudit
+from toy_runtime.audit import JsonlAudit
 from toy_runtime.metrics.report import EXIT_NO_TURNS, EXIT_OK, EXIT_USAGE, run_report
 from toy_runtime.metrics.turns import load_audit, parse_audit_lines, percentile
 from toy_runtime.metrics.voice_turn import VoiceTurnRecord

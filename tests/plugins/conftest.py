@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toy_runtime.events import EventKernel, MemoryAudit
+from toy_runtime.audit import MemoryAudit
+from toy_runtime.events import EventKernel
 from toy_runtime.fakes import memory_ports
 from toy_runtime.plugins import default_registry
 from toy_runtime.fakes.clock import ManualClock

@@ -11,7 +11,8 @@ import pytest
 
 from toy_runtime.app.runtime import build_runtime, build_search
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.events import EventRequest, EventStatus, MemoryAudit, ResolveContext, SourceProtocol
+from toy_runtime.audit import MemoryAudit
+from toy_runtime.events import EventRequest, EventStatus, ResolveContext, SourceProtocol
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.fakes.search import StaticSearch

@@ -13,7 +13,7 @@ from toy_runtime.app.runtime import build_runtime
 from toy_runtime.audio.listener import SpeechStart, Utterance
 from toy_runtime.audio.own_voice import OwnVoiceCheck
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
 from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer

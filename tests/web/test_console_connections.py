@@ -23,7 +23,7 @@ HALF = "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: "  # and then nothin
 
 
 async def test_a_half_sent_header_is_closed_after_the_header_timeout_and_a_stream_is_not():
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
     from toy_runtime.web.hub import ConsoleHub
     from toy_runtime.web.server import ConsoleServer
 

@@ -13,7 +13,7 @@ import pytest
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.host.envelope import ActorRef, ActorRefused, AgentInput, EventSource, EventType, HostEvent
 

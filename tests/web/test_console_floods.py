@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from toy_runtime.events import AuditKind, JsonlAudit
-from toy_runtime.events.audit import audit_files
+from toy_runtime.audit import AuditKind, JsonlAudit
+from toy_runtime.audit.sink import audit_files
 from toy_runtime.testing.services import audit_records, wait_for
 
 from .conftest import free_port, runtime_env, start
@@ -116,7 +116,7 @@ class Clock:
 
 
 def test_the_ledger_caps_full_records_and_peers_and_slows_down_while_a_flood_goes_on():
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
     from toy_runtime.web.refusals import FULL_PER_WINDOW, OTHER_PEERS, SUMMARY_PEERS, RefusalLedger
 
     audit, clock = MemoryAudit(), Clock()

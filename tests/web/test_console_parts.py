@@ -7,7 +7,7 @@ import asyncio
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings
-from toy_runtime.events import MemoryAudit
+from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.host.envelope import message_event
 from toy_runtime.session.items import EventOutcome, Speech

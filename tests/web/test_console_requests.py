@@ -37,7 +37,7 @@ async def _exchange(port: int, request: bytes) -> tuple[int, bytes]:
 
 @pytest.fixture
 async def console():
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
     from toy_runtime.web.hub import ConsoleHub
     from toy_runtime.web.server import ConsoleServer
 

@@ -66,7 +66,7 @@ async def _raw_get(port: int, request: str) -> str:
 
 @pytest.mark.parametrize("token", ["", "  "])
 async def test_on_loopback_a_blank_token_keeps_the_host_check(token):
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
     from toy_runtime.web.hub import ConsoleHub
     from toy_runtime.web.server import ConsoleServer
 
@@ -86,7 +86,7 @@ async def test_on_loopback_a_blank_token_keeps_the_host_check(token):
 
 
 def test_a_server_off_loopback_without_a_token_cannot_be_made():
-    from toy_runtime.events import MemoryAudit
+    from toy_runtime.audit import MemoryAudit
     from toy_runtime.web.hub import ConsoleHub
     from toy_runtime.web.server import ConsoleServer
 

@@ -15,7 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Literal, Sequence
 
-from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, SourceProtocol
+from ..audit import AuditKind, AuditSink
+from ..events import EventRegistry, EventRequest, EventResult, SourceProtocol
 from ..ports.llm import CallStats, ChatStream, ContentDelta, ToolCallDeltas
 from .markup import Hidden
 from .prompts import (

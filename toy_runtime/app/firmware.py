@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import StartError
 from ..host.envelope import EventType, HostEvent, HostEventRouter
 from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
-from ..events.audit_kinds import AuditKind
+from ..audit.kinds import AuditKind
 
 log = logging.getLogger("toy_runtime.app.firmware")
 

@@ -8,8 +8,8 @@ from typing import Any, Iterable, cast
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
-from ..events import (AuditSink, EventDefinition, EventKernel, EventRegistry, IdempotencyStore, JsonlAudit, NullAudit,
-                      TeeAudit)
+from ..audit import AuditSink, JsonlAudit, NullAudit, TeeAudit
+from ..events import EventDefinition, EventKernel, EventRegistry, IdempotencyStore
 from ..host.envelope import HostEventRouter
 from ..ports.calendar import Calendar, CalendarStorageError
 from ..ports.clock import Clock, SystemClock

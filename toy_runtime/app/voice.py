@@ -19,7 +19,7 @@ import time
 
 from ..config import Settings
 from ..errors import StartError
-from ..events.audit_kinds import AuditKind
+from ..audit.kinds import AuditKind
 
 log = logging.getLogger("toy_runtime.run")
 

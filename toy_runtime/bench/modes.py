@@ -33,7 +33,8 @@ from ..agent.chat_agent import speakable_rules
 from ..agent.llm import CallStats, LLMFault, ToolCallDeltas
 from ..app.runtime import build_runtime
 from ..config import Settings, load_settings, with_updates
-from ..events import EventResult, IdempotencyStore, MemoryAudit, schema_errors
+from ..audit import MemoryAudit
+from ..events import EventResult, IdempotencyStore, schema_errors
 from ..fakes.calendar import MemoryCalendarStore
 from ..fakes.clock import ManualClock
 from ..fakes.device import MemoryMixer

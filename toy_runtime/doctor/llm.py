@@ -35,7 +35,7 @@ def probe_agent(settings: Settings, client: Any) -> Any:
     search event advertised exactly when the configuration enables search."""
     from ..agent.chat_agent import ChatAgent, Sampling
     from ..app.runtime import offline_registry
-    from ..events.audit import NullAudit
+    from ..audit.sink import NullAudit
 
     registry = offline_registry(settings, as_configured=True)
     llm = settings.llm

@@ -1,7 +1,5 @@
 """The generic event kernel. It never imports, compares or branches on a concrete event name."""
 
-from .audit import AuditSink, JsonlAudit, MemoryAudit, NullAudit, TeeAudit, redact
-from .audit_kinds import AuditKind
 from .continuation import Continuation, aggregate, not_run_lines
 from .definition import EventDefinition, EventFailure, ExecutionContext, Resolution, ResolveContext
 from .fallback import ArgumentFallback, FallbackAnswer, ScriptedFallback

@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from .audit import AuditSink, NullAudit
-from .audit_kinds import AuditKind
+from ..audit.sink import AuditSink, NullAudit
+from ..audit.kinds import AuditKind
 from .continuation import Continuation, aggregate
 from .definition import NOT_ASKED, EventDefinition, EventFailure, ExecutionContext, ResolveContext
 from .fallback import ArgumentFallback

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .audit import AuditSink
-from .audit_kinds import AuditKind
+from ..audit.sink import AuditSink
+from ..audit.kinds import AuditKind
 from .definition import EventDefinition, Resolution, ResolveContext
 from .fallback import ArgumentFallback
 from .model import EventRequest, ResolutionPath

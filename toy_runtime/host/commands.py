@@ -16,7 +16,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Mapping, cast
 
-from ..events import AuditKind, EventDefinition, EventKernel, EventRequest, ResolveContext, SourceProtocol
+from ..audit import AuditKind
+from ..events import EventDefinition, EventKernel, EventRequest, ResolveContext, SourceProtocol
 from .envelope import Binding, HostEvent
 
 __all__ = ["CommandReply", "CommandRunner", "HostAction", "ReplyChannel"]

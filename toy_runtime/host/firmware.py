@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from ..events import AuditKind, EventKernel
+from ..audit import AuditKind
+from ..events import EventKernel
 from .commands import CommandRunner
 from .envelope import ActorRefused, Binding, EventType, HostEvent, HostEventRouter
 

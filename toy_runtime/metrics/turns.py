@@ -235,7 +235,7 @@ def open_audit_files(path: str | Path) -> list[TextIO]:
     first, and a file seen twice (renamed between two opens) is kept once. So a rollover at any moment loses nothing
     but the oldest backup, which it deletes anyway, and no record is read twice (rotation renames, never copies, and
     happens between records)."""
-    from toy_runtime.events.audit import audit_files
+    from toy_runtime.audit.sink import audit_files
 
     path = Path(path)
     opened: list[TextIO] = []

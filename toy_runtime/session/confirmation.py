@@ -19,7 +19,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..events import AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, SourceProtocol
+from ..audit import AuditKind, AuditSink
+from ..events import EventRegistry, EventRequest, EventResult, EventStatus, SourceProtocol
 from .answers import read_answer
 from .items import Answer, Speech, SpeechKind
 

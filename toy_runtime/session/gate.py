@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Collection, Mapping, Sequence
 
 from ..agent.llm import LLMFault
-from ..events import (AuditKind, AuditSink, EventRegistry, EventRequest, EventResult, EventStatus, ResolveContext,
-                      SourceProtocol)
+from ..audit import AuditKind, AuditSink
+from ..events import EventRegistry, EventRequest, EventResult, EventStatus, ResolveContext, SourceProtocol
 from ..events import resolve_deterministic
 from ..events.definition import EventDefinition
 from .compound import MAX_CLAUSES, clauses

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from ..events import AuditKind, AuditSink, EventRegistry, EventResult, not_run_lines
+from ..audit import AuditKind, AuditSink
+from ..events import EventRegistry, EventResult, not_run_lines
 from ..events.definition import NOT_ASKED
 from .items import Speech
 

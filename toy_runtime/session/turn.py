@@ -25,15 +25,8 @@ from ..agent.llm import CallStats, LLMFault
 from ..agent.prompts import FOLLOW_UP_TOOL_NOTE, compact_results, language_note, results_message
 from ..agent.speakable import NO_RULES, speakable
 from ..config import AgentConfig
-from ..events import (
-    AuditKind,
-    AuditSink,
-    BatchOutcome,
-    EventKernel,
-    EventResult,
-    ResolveContext,
-    not_run_lines,
-)
+from ..audit import AuditKind, AuditSink
+from ..events import BatchOutcome, EventKernel, EventResult, ResolveContext, not_run_lines
 from ..events.definition import NOT_ASKED
 from ..host.envelope import HostEvent
 from ..language import guess_locale

@@ -18,7 +18,7 @@ from typing import Any, Callable, cast
 from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, SpeechStart, Utterance,
                               UtteranceDiscarded)
 from ..audio.own_voice import OwnVoiceCheck
-from ..events import AuditKind, AuditSink
+from ..audit import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
 from ..metrics.voice_turn import VoiceTurnRecord
 from ..ports.audio import AudioSink

@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, TextIO, cast
 
 from ..config import Settings
-from ..events import AuditKind
+from ..audit import AuditKind
 from ..errors import StartError
 from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides, bind_console

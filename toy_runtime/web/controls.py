@@ -15,7 +15,7 @@ import itertools
 from typing import Any, Callable
 
 from ..errors import ToyError
-from ..events import AuditKind
+from ..audit import AuditKind
 from ..host.commands import CommandReply, CommandRunner, HostAction
 from ..host.envelope import (ActorRef, AgentInput, Binding, DeliveryContext, EventSource, EventType, HostEvent,
                              NoBinding, SubjectRef)

@@ -1,7 +1,7 @@
 """Refused console requests as audit records that cannot push the real ones out of the audit log.
 
 Each refusal costs an attacker one request and the audit one line, and the audit rotates by size
-(`events/audit.py`), so a flood of refusals would rotate the child's turns away. Instead, per window: the first few
+(`audit/sink.py`), so a flood of refusals would rotate the child's turns away. Instead, per window: the first few
 refusals of each peer are recorded in full (`console.refused`), with a cap over all peers; the rest are counted and
 said in one `console.refused_summary` record per peer when the window ends (how many, for which reasons). Peers past
 `SUMMARY_PEERS` share one summary, so many addresses do not buy more records. While a flood goes on, each window is
@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-from ..events import AuditKind
+from ..audit import AuditKind
 
 __all__ = ["RefusalLedger"]
 

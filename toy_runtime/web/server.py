@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from aiohttp import web
 
-from ..events import AuditKind
+from ..audit import AuditKind
 from .controls import ControlError, Controls
 from .hub import ConsoleHub
 from .listener import ConsoleListener

@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator
 
 from firmware_bridge.ratelog import LimitedLog
 
-from ..events import redact
+from ..audit import redact
 from ..language import has_cjk
 from ..session.items import Speech, TurnItem
 from ..signals import SignalBus, StateSignal, VolumeSignal

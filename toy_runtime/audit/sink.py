@@ -26,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-from .audit_kinds import AuditKind
+from .kinds import AuditKind
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|password|passwd|secret|token|authorization|credential)", re.I)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._\-]{8,}")
