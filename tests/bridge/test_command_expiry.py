@@ -10,7 +10,7 @@ import asyncio
 import time
 
 from firmware_bridge.client import BridgeClient, ConnectionState
-from toy_runtime.app.firmware import start_device_link
+from toy_runtime.app.firmware_link import start_device_link
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.audit import MemoryAudit

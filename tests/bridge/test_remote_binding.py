@@ -12,7 +12,7 @@ from toy_runtime.config import load_settings, with_updates
 from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.host.envelope import (ActorRef, AgentInput, DeliveryContext, EventSource, EventType, HostEvent)
-from toy_runtime.host.firmware import bind_firmware, dispatch_audited
+from toy_runtime.host.firmware_events import bind_firmware, dispatch_audited
 
 
 def _runtime(tmp_path):

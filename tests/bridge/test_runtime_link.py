@@ -12,7 +12,7 @@ from typing import Callable
 
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.app.firmware import start_device_link
+from toy_runtime.app.firmware_link import start_device_link
 from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.device import MemoryMixer
 

@@ -176,7 +176,7 @@ def test_chat_stops_with_one_line_and_exit_2(tls_broker: MosquittoBroker, certs:
 async def test_device_link_warns_refused_at_once_and_keeps_running(tmp_path: Path, caplog):
     from toy_runtime.app.runtime import build_runtime
     from toy_runtime.config import load_settings, with_updates
-    from toy_runtime.app.firmware import start_device_link
+    from toy_runtime.app.firmware_link import start_device_link
     from toy_runtime.audit import MemoryAudit
 
     settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),

@@ -13,11 +13,11 @@ from firmware_bridge import BridgeConfig
 from firmware_bridge.firmware import FirmwareClient
 from toy_runtime.app.runtime import build_runtime
 from toy_runtime.config import load_settings, with_updates
-from toy_runtime.app.firmware import start_device_link
+from toy_runtime.app.firmware_link import start_device_link
 from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
 from toy_runtime.fakes.calendar import MemoryCalendarStore
-from toy_runtime.session.voice import Stop, VoiceLoop
+from toy_runtime.session.voice_loop import Stop, VoiceLoop
 from toy_runtime.testing.broker import MosquittoBroker
 from toy_runtime.testing.pulse_mixer import PulseMixerServer
 
@@ -65,7 +65,7 @@ async def test_talk_button_opens_a_session_and_leds_follow(broker: MosquittoBrok
                       new_sink=lambda: MemorySink(22050), signals=runtime.signals, audit=audit,
                       idle_timeout_s=0.5, open_on_speech=True)
 
-    from toy_runtime.session.voice import OpenSession
+    from toy_runtime.session.voice_loop import OpenSession
 
     async def on_button(event):
         if event.input.data.get("action") == "press":

@@ -115,7 +115,7 @@ async def test_close_before_the_load_finishes_closes_the_engine_when_it_arrives(
 
 async def test_a_voice_loop_turn_waits_for_a_late_voice_and_is_spoken(tmp_path):
     from tests.voice.test_voice_loop import Rig, utterance
-    from toy_runtime.session.voice import Stop
+    from toy_runtime.session.voice_loop import Stop
     from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
     with ScriptedLLMServer([Reply(text="I am here now.")]) as llm:

@@ -8,7 +8,7 @@ import pytest
 import asyncio
 
 from tests.conversation.test_confirmation import NAME, QUESTION, Drawings
-from toy_runtime.session.voice import Stop
+from toy_runtime.session.voice_loop import Stop
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 
 from .test_voice_loop import Rig, closed_reasons, until, utterance

@@ -19,7 +19,7 @@ from toy_runtime.fakes.calendar import MemoryCalendarStore
 from toy_runtime.fakes.device import MemoryMixer
 from toy_runtime.fakes.search import StaticSearch
 from toy_runtime.host.envelope import EventSource, HostEvent
-from toy_runtime.session.voice import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
+from toy_runtime.session.voice_loop import CloseSession, OpenSession, Stop, VoiceLoop, deliver_host_event
 from toy_runtime.signals import SessionState
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 

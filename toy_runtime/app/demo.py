@@ -86,8 +86,8 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
     from .runtime import build_console, build_runtime
     from ..audio.listener import Listener
     from ..fakes.audio import GatedMicrophone
-    from .firmware import start_link
-    from .voice import close_voice, voice_loop
+    from .firmware_link import start_link
+    from .voice_app import close_voice, voice_loop
 
     stream = stream or sys.stdout
     progress = progress or (sys.stderr if json_lines else stream)
@@ -152,7 +152,7 @@ async def run_demo(settings: Settings, out_dir: Path, *, script: Sequence[Line |
         await runtime.warm()  # so the printed timelines do not include importing the LLM SDK
         link = await start_link(runtime, console)  # the firmware (or firmware-sim) sees states and volume too
         if console is not None:
-            from ..session.voice import CloseSession
+            from ..session.voice_loop import CloseSession
 
             await console.start(end_session=lambda: loop.post(CloseSession(reason="console")))  # URL on stderr
         await loop.run(once=True)

@@ -8,7 +8,7 @@ delay estimate (AEC3 adapts). Both sides follow their sample counts, never the t
 more than `resync_ms` (500) off the drift seen so far — a stream that stopped and started again — re-anchors a
 side. PortAudio's time estimates jump by tens of ms now and then with no audio gap behind them: with a 30 ms
 threshold each such glitch moved the render against its echo, and the canceller leaked into false barge-ins for
-the rest of a long session (the rig: 44 in 26 answers; with 500 ms, none). The speaker stays open between sessions while echo cancellation is on (app/voice.py), so the
+the rest of a long session (the rig: 44 in 26 answers; with 500 ms, none). The speaker stays open between sessions while echo cancellation is on (app/voice_app.py), so the
 render and capture streams keep one fixed relation for the canceller.
 """
 

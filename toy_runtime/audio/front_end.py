@@ -1,7 +1,7 @@
 """The slot between the microphone and the listener where the front end (echo canceller, noise suppression) goes.
 
 The listener is built on it before READY and it passes frames through until `install()` puts the front end in.
-The canceller, its native library and numpy load after READY, before the voice (app/voice.py): the toy cannot
+The canceller, its native library and numpy load after READY, before the voice (app/voice_app.py): the toy cannot
 play a sound before its voice has loaded, so until then there is no echo to cancel — and listening starts ~0.1 s
 sooner (numpy stays off the listening path, tests/audio/test_run_startup.py).
 """

@@ -74,7 +74,7 @@ class AuditKind(StrEnum):
     LLM_SPECULATION = "llm.speculation", ("a request sent during the end-of-turn wait: started (the text so far), "
                                           "adopted by its turn, or cancelled (why): never read, spoken or run")
 
-    # --- the voice loop (session/voice.py) ---
+    # --- the voice loop (session/voice_loop.py) ---
     VOICE_STATE = "voice.state", "the voice session changed state (idle, listening, thinking, speaking)"
     VOICE_SESSION_OPENED = "voice.session_opened", "a conversation session opened (wake or first speech)"
     VOICE_SESSION_CLOSED = "voice.session_closed", "a conversation session closed, and why (idle, asked...)"

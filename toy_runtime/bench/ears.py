@@ -200,7 +200,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     stamps: list[float] = []  # each frame's capture timestamp, in order: the map onto the sample-count timeline
 
     async def barge_in(spoke_at: float) -> None:
-        await sink.flush()  # what the voice loop does (session/voice.py): the answer stops within one block
+        await sink.flush()  # what the voice loop does (session/voice_loop.py): the answer stops within one block
         stops.append((spoke_at, time.monotonic()))
 
     own_voice = OwnVoiceCheck(stage.echo_likeness, stage.recently_disturbed)
@@ -215,7 +215,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     judging: list[asyncio.Task] = []  # one speech start judged at a time, as the voice loop does
 
     async def judge(spoke_at: float) -> None:
-        # the voice loop's own check (session/voice.py): does it sound like the toy itself?
+        # the voice loop's own check (session/voice_loop.py): does it sound like the toy itself?
         try:
             verdict = await own_voice.judge()
             checks.append((spoke_at, verdict.score, verdict.own_voice))

@@ -11,7 +11,7 @@ from .common import add_turn_flags, settings_for
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """One user turn per stdin line."""
-    from ..app.console import run_chat
+    from ..app.chat import run_chat
 
     settings = settings_for(args)
     return asyncio.run(run_chat(settings, json_lines=args.json))

@@ -1,5 +1,5 @@
 """`toy-runtime run` (always listening) and `toy-runtime ptt` (keyboard push-to-talk): flags only; the voice
-application is `toy_runtime.app.voice`."""
+application is `toy_runtime.app.voice_app`."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ _TRANSCRIPT_HELP = ("live transcript on stdout: states, what was heard and said,
 
 def cmd_run(args: argparse.Namespace) -> int:
     """The always-listening voice loop."""
-    from ..app.voice import serve
+    from ..app.voice_app import serve
 
     return serve(settings_for(args), once=args.once, transcript=args.transcript)
 
 
 def cmd_ptt(args: argparse.Namespace) -> int:
     """The voice loop with keyboard push-to-talk."""
-    from ..app.voice import serve
+    from ..app.voice_app import serve
 
     return serve(settings_for(args), keyboard=True, transcript=args.transcript)
 

@@ -8,5 +8,5 @@
 - `scheduler.py`: the reminder scheduler, firing `schedule.triggered` host events through the router.
 - `reminders.py`: how a reminder is put into words.
 
-Starting the MQTT link imports an adapter, so it stays with the composition root (`app/firmware.py`).
+Starting the MQTT link imports an adapter, so it stays with the composition root (`app/firmware_link.py`).
 """

@@ -11,6 +11,6 @@
 """
 
 from .notify import ServiceNotifier
-from .signals import ShutdownHandlers, install_shutdown_handlers
+from .shutdown import ShutdownHandlers, install_shutdown_handlers
 
 __all__ = ["ServiceNotifier", "ShutdownHandlers", "install_shutdown_handlers"]

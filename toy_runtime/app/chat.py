@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TextIO, cast
 
-from .firmware import start_link
+from .firmware_link import start_link
 from .runtime import build_console, build_runtime
 from ..config import Settings
 from ..host.envelope import Binding, EventType, HostEvent, message_event

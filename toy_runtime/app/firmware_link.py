@@ -2,7 +2,7 @@
 
 - Session states and volume signals on the SignalBus are mirrored to MQTT by the bridge adapter.
 - What the firmware sends arrives as host events on the runtime's one router; the runners (buttons, remote
-  commands) are in `host/firmware.py`.
+  commands) are in `host/firmware_events.py`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from ..errors import StartError
 from ..host.envelope import EventType, HostEvent, HostEventRouter
-from ..host.firmware import ButtonHandler, bind_firmware, dispatch_audited
+from ..host.firmware_events import ButtonHandler, bind_firmware, dispatch_audited
 from ..audit.kinds import AuditKind
 
-log = logging.getLogger("toy_runtime.app.firmware")
+log = logging.getLogger("toy_runtime.app.firmware_link")
 
 # Which setting fixes a permanent bridge failure (firmware_bridge names the cause, not our config keys).
 _HINTS = {

@@ -4,7 +4,7 @@
 - `api.invoked` commands (companion app, fleet) run through the same kernel, but only for event names the remote
   binding grants (`[mqtt] remote_capabilities`); anything else is refused and audited.
 
-Starting the MQTT link itself imports an adapter, so it belongs to the composition root (`app/firmware.py`).
+Starting the MQTT link itself imports an adapter, so it belongs to the composition root (`app/firmware_link.py`).
 """
 
 from __future__ import annotations

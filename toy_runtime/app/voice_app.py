@@ -79,8 +79,8 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
     from ..host.reminders import chat_agent_line, reminder_line
     from ..host.scheduler import start_scheduler
     from ..service import ServiceNotifier, install_shutdown_handlers
-    from ..session.voice import CloseSession, OpenSession, Stop, deliver_host_event
-    from .firmware import start_link
+    from ..session.voice_loop import CloseSession, OpenSession, Stop, deliver_host_event
+    from .firmware_link import start_link
     from .transcript import Transcript, log_turn, transcript_wanted
 
     check_voice_files(settings)  # a wrong voice path is a start error (exit 2), even though the voice loads later
@@ -274,7 +274,7 @@ def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open
                on_item=None, on_turn=None, keep_output_open: bool = False, own_voice=None):
     """The VoiceLoop over a runtime and a listener: the one assembly `run`, `ptt` and `demo` share (they differ in
     the sink, barge-in, what opens a session, and what watches the turns)."""
-    from ..session.voice import VoiceLoop
+    from ..session.voice_loop import VoiceLoop
 
     return VoiceLoop(new_runner=runtime.new_turn_runner, listener_events=listener.events,
                      pause_listener=listener.pause, resume_listener=listener.resume, synthesizer=synthesizer,
@@ -358,7 +358,7 @@ async def _push_to_talk(voice, mic, notice, release_s: float = 0.25) -> None:
     """Keyboard push-to-talk (see ptt_keys): each start opens a session and the mic; end of input stops the loop."""
     from ..ports.audio import AudioDeviceError
     from .ptt_keys import HoldToTalk, drive_push_to_talk, key_presses, keys_are_live
-    from ..session.voice import CloseSession, OpenSession, Stop
+    from ..session.voice_loop import CloseSession, OpenSession, Stop
 
     release = "release space or press Enter to stop" if keys_are_live(sys.stdin) else "Enter to stop"
 
