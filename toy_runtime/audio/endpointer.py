@@ -46,12 +46,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class EndpointerConfig:
-    """Endpointing durations, all in milliseconds."""
+    """Endpointing durations, all in milliseconds. The runtime builds it from `[vad]` (app/engines.py); the
+    defaults here are `[vad]`'s own, so a unit test or a bench that builds one bare gets the toy's behaviour
+    (tests/audio/test_defaults_agree.py holds them equal: one knob, one default)."""
 
     preroll_ms: float = 300.0
     start_ms: float = 60.0
-    hangover_ms: float = 200.0
-    min_utterance_ms: float = 200.0
+    hangover_ms: float = 300.0
+    min_utterance_ms: float = 250.0
     max_utterance_ms: float = 15000.0
     no_speech_timeout_ms: float | None = None
     level_end: bool = True  # False: ignore frame levels, the end of speech is the VAD's last speech frame

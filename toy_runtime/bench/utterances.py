@@ -68,7 +68,7 @@ def _level_end_s(x: np.ndarray, rate: int, threshold_db: float) -> float | None:
 
 
 def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: int = 2, frame_ms: int = 20,
-                lead_ms: int = 100, end_by_level: bool = True, hangover_ms: int = 200) -> float | None:
+                lead_ms: int = 100, end_by_level: bool = True, hangover_ms: int | None = None) -> float | None:
     """How far after the level end the runtime puts the end of speech, in ms: its own VAD adapter and endpointer
     (same settings; `end_by_level` as `vad.end_by_level`) over the played audio, end of speech − last window
     above `threshold_db`, averaged over ten frame alignments (where the runtime's frames fall relative to the
@@ -89,7 +89,9 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
     # heard speech — as the runtime's long-running VAD has — it carries on through piper's quiet tail and a few
     # frames of its own overhang. The first (untimed) pass puts it in that steady state.
     for shift in [0, *range(0, n, n // 10)]:
-        endpointer: Endpointer = Endpointer(EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
+        endpointer: Endpointer = Endpointer(EndpointerConfig(level_end=end_by_level, min_utterance_ms=0) if
+                                            hangover_ms is None else
+                                            EndpointerConfig(hangover_ms=hangover_ms, level_end=end_by_level,
                                                              min_utterance_ms=0))
         lead = 16000 * lead_ms // 1000 + shift
         y = np.concatenate([np.zeros(lead, np.int16), x16, np.zeros(16000, np.int16)])

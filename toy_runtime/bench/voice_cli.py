@@ -20,8 +20,8 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
                     "reply onset − end of speech per turn, broken down against the runtime's own waterfall.")
     p.add_argument("--turns", type=int, default=12, help="spoken turns (default 12)")
     p.add_argument("--ttft-ms", type=float, default=0.0, help="scripted LLM time to first token (default 0)")
-    p.add_argument("--hangover-ms", type=int, default=200,
-                   help="VAD hangover given to the runtime (default 200; the runtime's own default is 300)")
+    p.add_argument("--hangover-ms", type=int, default=None,
+                   help="VAD hangover given to the runtime (default: the runtime's own, [vad] hangover_ms)")
     p.add_argument("--events", choices=["on", "off"], default="on", help="events enabled (default on)")
     p.add_argument("--end-by", choices=["level", "vad"], default="level",
                    help="the runtime's end of speech: the last loud speech frame (default) or the VAD's last speech "
@@ -93,7 +93,10 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
     from .voice_run import PHRASES, PHRASES_ZH, REPLY_TEXT, REPLY_TEXT_ZH
 
     chinese = args.language == "zh"
-    config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms, hangover_ms=args.hangover_ms,
+    from .voice_run import VAD_HANGOVER_MS
+
+    config = VoiceBenchConfig(turns=args.turns, ttft_ms=args.ttft_ms,
+                              hangover_ms=VAD_HANGOVER_MS if args.hangover_ms is None else args.hangover_ms,
                               phrases=PHRASES_ZH if chinese else PHRASES,
                               reply_text=REPLY_TEXT_ZH if chinese else REPLY_TEXT,
                               events=args.events == "on", end_by_level=args.end_by == "level",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..config import VadConfig
 from ..metrics.turns import Turn, load_audit
 from ..testing.alsa import override_installed, toy_alsa_config
 from ..testing.pulse import VirtualSoundCard, start_probe
@@ -31,6 +32,8 @@ from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, utterance_cache_dir, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
+
+VAD_HANGOVER_MS: int = VadConfig.model_fields["hangover_ms"].default  # the runtime's own, read from its section
 
 __all__ = ["PHRASES", "PHRASES_ZH", "REPLY_TEXT_ZH", "VoiceBenchConfig", "run_voice_bench"]
 
@@ -53,7 +56,7 @@ class VoiceBenchConfig:
 
     turns: int = 12
     ttft_ms: float = 0.0
-    hangover_ms: int = 200
+    hangover_ms: int = VAD_HANGOVER_MS  # the runtime's own default: one knob, one default
     vad_aggressiveness: int = 2  # given to the runtime, and used to measure the VAD overhang offline
     frame_ms: int = 20  # the runtime's default audio.frame_ms (not passed: TOY_AUDIO__FRAME_MS=20 is refused today)
     threshold_db: float = -50.0  # level of "sound"; raised to noise floor + margin_db if the floor is higher
