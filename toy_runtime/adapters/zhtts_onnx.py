@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from toy_runtime.agent.clauses import spoken_clauses
+from toy_runtime.speech_out.clauses import spoken_clauses
 from toy_runtime.ports.speech import SpeechEngineError, SynthesizedAudio
 
 __all__ = ["ZhttsVoice", "FRONTEND_SHA256", "LICENCE", "is_voice_folder"]

@@ -74,7 +74,7 @@ def build_synthesizer(settings: Settings):
     mandarin = build_mandarin_voice(settings)
     if mandarin is None:
         return synthesizer
-    from ..audio.bilingual_voice import BilingualVoice, loudness_gain
+    from ..speech_out.bilingual_voice import BilingualVoice, loudness_gain
 
     mandarin.warm_up()
     return BilingualVoice(synthesizer, mandarin, gain=loudness_gain(synthesizer, mandarin))

@@ -72,7 +72,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                           check_voice_files, endpointer_config, turn_end_policy)
     from .runtime import build_console, build_runtime
     from ..audio.listener import Listener
-    from ..audio.loading_voice import LoadingSynthesizer
+    from ..speech_out.loading_voice import LoadingSynthesizer
     from ..audio.recovery import ReopeningSink, ReopeningSource
     from ..host.envelope import Binding, EventType, HostEvent
     from ..ports.speech import SpeechEngineError

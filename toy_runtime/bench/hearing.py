@@ -69,7 +69,7 @@ class HearingRow:
 
 def level(pcm: bytes, dbfs: float) -> np.ndarray:
     """The clip scaled so that its speech (20 ms frames within 40 dB of the loudest) is at `dbfs` RMS, as float."""
-    from ..audio.bilingual_voice import active_rms
+    from ..speech_out.bilingual_voice import active_rms
 
     x = np.frombuffer(pcm, np.int16).astype(np.float64)
     return x * (32768 * 10 ** (dbfs / 20) / max(active_rms(pcm, 16000), 1e-9))

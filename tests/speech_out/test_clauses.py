@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toy_runtime.agent.clauses import clause_pieces, spoken_clauses
+from toy_runtime.speech_out.clauses import clause_pieces, spoken_clauses
 
 LONG = "OK, I'll remind you to brush your teeth on Wednesday, December 2 at 8:00 AM, and I will not forget it."
 

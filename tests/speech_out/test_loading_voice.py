@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from toy_runtime.audio.loading_voice import LoadingSynthesizer
+from toy_runtime.speech_out.loading_voice import LoadingSynthesizer
 from toy_runtime.fakes.audio import ToneTTS
 from toy_runtime.fakes.clock import ManualClock
 from toy_runtime.ports.speech import SpeechEngineError, SpeechSynthesizer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toy_runtime.audio.sentence_gain import RAMP_SAMPLES, SentenceGain
+from toy_runtime.speech_out.sentence_gain import RAMP_SAMPLES, SentenceGain
 
 
 def tone(peak: float, n: int = 2000) -> np.ndarray:
