@@ -25,7 +25,7 @@ def _runtime(tmp_path):
     async def publish_result(command_id: str, **fields) -> None:
         published.append((command_id, fields))
 
-    bind_firmware(runtime.router, runtime, publish_result)
+    bind_firmware(runtime.router, runtime.kernel, runtime.audit, runtime.clock, runtime.settings, publish_result)
     return runtime, audit, mixer, published
 
 

@@ -165,7 +165,7 @@ async def test_a_chat_agent_reminder_line_passes_the_guard(scripted_llm, make_ha
     h = make_harness(mode="dual_agent", llm=scripted_llm)
     event = HostEvent(event_type="schedule.triggered", source=EventSource(kind="scheduler"),
                       input=AgentInput(data={"title": "brush your teeth"}))
-    assert await chat_agent_line(h.runtime, event) == "Time to brush your teeth!"
+    assert await chat_agent_line(event, h.runtime.chat_client, h.runtime.settings, h.runtime.speakable_rules) == "Time to brush your teeth!"
 
 
 CAT = ("Here is a cat: <img src=x onerror=alert(1)> &lt;i&gt;Meow&lt;/i&gt; || <script>alert(2)</script> "

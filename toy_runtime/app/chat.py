@@ -124,7 +124,8 @@ async def run_chat(settings: Settings, *, json_lines: bool, stdin: TextIO | None
                             runner="reminder"))
         from ..host.scheduler import start_scheduler
 
-        _, scheduler_task = start_scheduler(runtime, router.dispatch)
+        _, scheduler_task = start_scheduler(runtime.calendar, runtime.clock, router.dispatch,
+                                            max_late_s=runtime.settings.calendar.max_late_s)
         if not json_lines and stdin.isatty():
             mode = runtime.chat_agent.mode if runtime.chat_agent else "offline (no LLM endpoint)"
             print(f"toy-runtime chat — {mode}. Type a message; Ctrl-D to quit.", file=stdout, flush=True)

@@ -100,7 +100,8 @@ async def start_device_link(runtime, *, on_button: ButtonHandler | None = None, 
     async def publish_result(command_id, **kw):
         await adapter.publish_command_result(command_id, **kw)
 
-    bind_firmware(router, runtime, publish_result, on_button=on_button)
+    bind_firmware(router, runtime.kernel, runtime.audit, runtime.clock, runtime.settings, publish_result,
+                  on_button=on_button)
 
     async def on_host_event(event: HostEvent) -> None:
         command = event.event_type == EventType.API_INVOKED

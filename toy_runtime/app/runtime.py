@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterable, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
@@ -17,9 +17,16 @@ from ..ports.device import Mixer
 from ..ports.search import SearchProvider
 from ..session.boundary import SessionBoundary
 from ..session.conversation import Conversation
+from ..session.items import TurnItem
 from ..session.turn import TurnRunner
 from ..signals import SignalBus
 from .disk_space import free_bytes, human_bytes, unwritable
+
+if TYPE_CHECKING:
+    from ..agent.chat_agent import ChatAgent
+    from ..agent.event_agent import EventAgent
+    from ..agent.llm import ChatClient
+    from ..agent.speakable import SpeakableRules
 
 log = logging.getLogger(__name__)
 
@@ -107,15 +114,20 @@ class Runtime:
     signals: SignalBus
     boundary: SessionBoundary
     clock: Clock
-    chat_client: Any = None
-    chat_agent: Any = None
-    event_agent: Any = None
-    closers: list = field(default_factory=list)
+    chat_client: ChatClient | None = None  # None: no LLM configured (the offline gate answers what it can)
+    chat_agent: ChatAgent | None = None
+    event_agent: EventAgent | None = None
+    closers: list[Callable[[], Any]] = field(default_factory=list)  # each returns None or an awaitable
     # The one door for turns that are not the child's voice: each command binds its runners here (host/).
     router: HostEventRouter = field(default_factory=HostEventRouter)
     # the debug console's taps (toy_runtime.web): None unless it is on
-    turn_observer: Any = None
-    before_turn: Any = None
+    turn_observer: Callable[[str, TurnItem], None] | None = None  # (turn id, each item as it is produced)
+    before_turn: Callable[[TurnRunner], None] | None = None
+
+    @property
+    def speakable_rules(self) -> SpeakableRules | None:
+        """The chat agent's speakable rules (its event names, its persona), None without an LLM."""
+        return self.chat_agent.speakable_rules if self.chat_agent is not None else None
 
     async def warm(self) -> None:
         """Do now what the first turn would otherwise pay for: check the event schemas, import the LLM SDK."""

@@ -201,14 +201,17 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
         async def remind(event: HostEvent, binding: Binding) -> bool:
             """The voice binding for `schedule.triggered`: open a session and speak the reminder."""
-            line = (await chat_agent_line(runtime, event) if settings.calendar.reminder_style == "chat_agent"
-                    else reminder_line(event))
+            if settings.calendar.reminder_style == "chat_agent":
+                line = await chat_agent_line(event, runtime.chat_client, settings, runtime.speakable_rules)
+            else:
+                line = reminder_line(event)
             return await deliver_host_event(voice, event, line)
 
         runtime.router.add_runner("reminder", remind)
         runtime.router.bind(Binding(binding_id="voice-reminders", event_types=(EventType.SCHEDULE_TRIGGERED,),
                                     runner="reminder"))
-        _, scheduler_task = start_scheduler(runtime, runtime.router.dispatch)
+        _, scheduler_task = start_scheduler(runtime.calendar, runtime.clock, runtime.router.dispatch,
+                                            max_late_s=settings.calendar.max_late_s)
         # a remote `session.terminate` (or any end through the session boundary) closes the audio session too
         runtime.boundary.on_end(lambda session_id, reason: voice.post(CloseSession(reason=f"ended: {reason}")))
         await _open_mic(mic, listening=not push_to_talk)

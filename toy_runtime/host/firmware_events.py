@@ -9,12 +9,16 @@ Starting the MQTT link itself imports an adapter, so it belongs to the compositi
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
-from ..audit import AuditKind
+from ..audit import AuditKind, AuditSink
 from ..events import EventKernel
+from ..ports.clock import Clock
 from .commands import CommandRunner
 from .envelope import ActorRefused, Binding, EventType, HostEvent, HostEventRouter
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 ButtonHandler = Callable[[HostEvent], Awaitable[None]]
 REMOTE_ACTORS = ("app", "fleet")  # who may send a remote command; the remote binding refuses anyone else
@@ -30,19 +34,18 @@ class RemoteCommandRunner(CommandRunner):
         self.publish_result = publish_result
 
 
-def bind_firmware(router: HostEventRouter, runtime, publish_result: Callable[..., Awaitable[None]], *,
-                  on_button: ButtonHandler | None = None) -> None:
-    """Register the firmware's runners and bindings on the runtime's router: remote commands (granted names only)
-    and the firmware's buttons."""
+def bind_firmware(router: HostEventRouter, kernel: EventKernel, audit: AuditSink, clock: Clock, settings: Settings,
+                  publish_result: Callable[..., Awaitable[None]], *, on_button: ButtonHandler | None = None) -> None:
+    """Register the firmware's runners and bindings on the runtime's router: remote commands (granted names only,
+    `[mqtt] remote_capabilities`) and the firmware's buttons."""
 
     async def buttons(event: HostEvent, binding: Binding) -> None:
-        runtime.audit.record(AuditKind.HOST_BUTTON, host_event_id=event.event_id, data=event.input.data)
+        audit.record(AuditKind.HOST_BUTTON, host_event_id=event.event_id, data=event.input.data)
         if on_button is not None:
             await on_button(event)
 
-    settings = runtime.settings
-    router.add_runner("remote_commands", RemoteCommandRunner(runtime.kernel, runtime.audit, runtime.clock,
-                                                             settings.session.timezone, publish_result))
+    router.add_runner("remote_commands", RemoteCommandRunner(kernel, audit, clock, settings.session.timezone,
+                                                             publish_result))
     router.add_runner("buttons", buttons)
     router.bind(Binding(binding_id="remote", event_types=(EventType.API_INVOKED,), runner="remote_commands",
                         capabilities=frozenset(settings.mqtt.remote_capabilities),

@@ -5,9 +5,16 @@ that fires reminders is `host/scheduler.py`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..language import has_cjk
 from ..pronouns import second_person
 from .envelope import HostEvent
+
+if TYPE_CHECKING:
+    from ..agent.llm import ChatClient
+    from ..agent.speakable import SpeakableRules
+    from ..config import Settings
 
 
 def reminder_line(event: HostEvent) -> str:
@@ -31,26 +38,29 @@ def reminder_line(event: HostEvent) -> str:
     return ("" if has_cjk(line) else " ").join(speakable(line, NO_RULES)[0])
 
 
-async def chat_agent_line(runtime, event: HostEvent) -> str:
-    """A short ChatAgent line for the reminder (when `[calendar] reminder_style = "chat_agent"`); template on fault."""
-    from ..agent.llm import CallStats, LLMFault
+async def chat_agent_line(event: HostEvent, client: ChatClient | None, settings: Settings,
+                          rules: SpeakableRules | None = None) -> str:
+    """A short ChatAgent line for the reminder (when `[calendar] reminder_style = "chat_agent"`); template on fault.
 
-    if runtime.chat_client is None:
+    `client`: the runtime's LLM client (None: no LLM, the template); `settings`: the persona and the model;
+    `rules`: the chat agent's speakable rules (its event names and persona), the guard's defaults when None."""
+    from ..agent.llm import CallStats, LLMFault
+    from ..agent.speakable import NO_RULES, speakable
+
+    if client is None:
         return reminder_line(event)
     title = second_person(str(event.input.data.get("title") or ""))
     stats = CallStats(purpose="reminder")
-    messages = [{"role": "system", "content": runtime.settings.agent.persona},
+    messages = [{"role": "system", "content": settings.agent.persona},
                 {"role": "user", "content": f"[reminder] In one short friendly sentence, tell the child it is time "
                                             f"for: {title}"}]
     try:
-        response = await runtime.chat_client.complete(stats, model=runtime.settings.llm.model, messages=messages,
-                                                      max_tokens=60, temperature=runtime.settings.llm.temperature)
+        response = await client.complete(stats, model=settings.llm.model, messages=messages,
+                                         max_tokens=60, temperature=settings.llm.temperature)
+        # a provider may answer with no choice, or a choice with no message: the template then
         text = (response.choices[0].message.content or "").strip()
     except (LLMFault, IndexError, AttributeError):
         text = ""
     if text:  # model text reaches the speaker only through the speakable guard
-        from ..agent.speakable import NO_RULES, speakable
-
-        chat = getattr(runtime, "chat_agent", None)
-        text = " ".join(speakable(text, chat.speakable_rules if chat is not None else NO_RULES)[0])
+        text = " ".join(speakable(text, rules if rules is not None else NO_RULES)[0])
     return text or reminder_line(event)

@@ -245,13 +245,14 @@ class ObservedCalendar:
         return getattr(self.store, name)
 
 
-def start_scheduler(runtime, deliver: Deliver) -> tuple[ReminderScheduler, asyncio.Task]:
+def start_scheduler(calendar: Calendar, clock: Clock, deliver: Deliver, *,
+                    max_late_s: float) -> tuple[ReminderScheduler, asyncio.Task]:
     """Start the reminder scheduler as a named task over the runtime's calendar; returns (scheduler, task).
 
     `deliver` is the runtime's router (`runtime.router.dispatch`): the command's `schedule.triggered` binding says
-    how a reminder reaches the child."""
-    store = runtime.calendar
-    scheduler = ReminderScheduler(store, runtime.clock, deliver, max_late_s=runtime.settings.calendar.max_late_s)
+    how a reminder reaches the child. `max_late_s`: `[calendar] max_late_s`."""
+    store = calendar
+    scheduler = ReminderScheduler(store, clock, deliver, max_late_s=max_late_s)
     if isinstance(store, ObservedCalendar):
         store.on_change(scheduler.notify_changed)
     task = asyncio.create_task(scheduler.run(), name="reminder-scheduler")

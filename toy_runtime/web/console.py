@@ -22,6 +22,7 @@ from ..errors import StartError
 from ..config_values import is_loopback, parse_listen
 from .controls import Controls, TurnOverrides, bind_console
 from .hub import ConsoleHub
+from .parts import ConsoleParts
 from .tap import AuditTap, MeteredSource, SpeechTap, cancel_quietly, pump_signals
 
 if TYPE_CHECKING:
@@ -41,13 +42,13 @@ class WebConsole:
         self.hub = ConsoleHub()
         self.speech = SpeechTap(self.hub)
         self.audit_tap = AuditTap(self.hub, self.speech)
-        self.runtime: Any = None  # app.runtime.Runtime (a floor above this one)
+        self.runtime: ConsoleParts | None = None  # app.runtime.Runtime (a floor above this one)
         self.overrides: TurnOverrides | None = None
         self.server: ConsoleServer | None = None
         self._link = None
         self._tasks: list[asyncio.Task] = []
 
-    def attach(self, runtime) -> None:
+    def attach(self, runtime: ConsoleParts) -> None:
         """Observe the runtime's turns and let the console choose the mode and events of the next turn."""
         self.runtime = runtime
         self.overrides = TurnOverrides(runtime)
@@ -76,6 +77,8 @@ class WebConsole:
                              "pip install 'toy-runtime[web]'") from None
 
         runtime = self.runtime
+        if runtime is None:
+            raise StartError("the console was started before a runtime was attached to it")
         settings = self.settings
         host, port = parse_listen(cast(str, settings.web.listen))  # set: a console is built only then
         token = settings.web.token.get_secret_value() if settings.web.token else None

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import copy
 import itertools
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..errors import ToyError
 from ..audit import AuditKind
 from ..host.commands import CommandReply, CommandRunner, HostAction
 from ..host.envelope import (ActorRef, AgentInput, Binding, DeliveryContext, EventSource, EventType, HostEvent,
                              NoBinding, SubjectRef)
+
+if TYPE_CHECKING:
+    from ..agent.chat_agent import Mode as AgentMode
+    from ..host.envelope import HostEventRouter
+    from .parts import ConsoleParts
 
 __all__ = ["ControlError", "Controls", "TurnOverrides", "MODES", "VOLUME_EVENT", "END_SESSION",
            "CONSOLE_CAPABILITIES", "CONSOLE_OWNER", "bind_console"]
@@ -45,7 +50,7 @@ class TurnOverrides:
     offline gate can run them). The speakable guard keeps every event name hidden from speech.
     """
 
-    def __init__(self, runtime) -> None:
+    def __init__(self, runtime: ConsoleParts) -> None:
         self.chat = runtime.chat_agent
         self.kernel = runtime.kernel
         self.audit = runtime.audit
@@ -60,7 +65,7 @@ class TurnOverrides:
             raise ControlError(f"mode must be one of {', '.join(MODES)}")
         if self.chat is None:
             raise ControlError("offline (no LLM endpoint): the offline gate answers in every mode")
-        self.mode = mode
+        self.mode = cast("AgentMode", mode)  # one of MODES, checked above
 
     def set_enabled(self, names) -> None:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -97,11 +102,11 @@ class TurnOverrides:
         chat = None
         if self.chat is not None:
             chat = copy.copy(self.chat)
-            chat.mode, chat.registry = self.mode, registry  # speakable_rules stay those of every event
+            chat.mode, chat.registry = self.mode or chat.mode, registry  # speakable_rules stay those of every event
         return chat, kernel
 
 
-def bind_console(router, runtime, *, end_session: HostAction, owner: ActorRef = CONSOLE_OWNER,
+def bind_console(router: HostEventRouter, runtime: ConsoleParts, *, end_session: HostAction, owner: ActorRef = CONSOLE_OWNER,
                  capabilities: frozenset[str] = CONSOLE_CAPABILITIES) -> Binding:
     """Register the console's command runner and its binding on the runtime's router: `api.invoked` from source
     "console", only from `owner`, granting `capabilities`."""
@@ -118,7 +123,7 @@ def bind_console(router, runtime, *, end_session: HostAction, owner: ActorRef = 
 class Controls:
     """The console's actions on a running runtime."""
 
-    def __init__(self, runtime, overrides: TurnOverrides, *, send_message: Callable[[str], None] | None = None,
+    def __init__(self, runtime: ConsoleParts, overrides: TurnOverrides, *, send_message: Callable[[str], None] | None = None,
                  owner: ActorRef = CONSOLE_OWNER) -> None:
         self.runtime = runtime
         self.overrides = overrides
