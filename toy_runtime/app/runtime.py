@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, cast
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
@@ -100,6 +101,10 @@ def _calendar_line(settings: Settings, exc: Exception) -> str:
     return f"calendar.path: cannot be written: {exc}" + (f" ({human_bytes(free)} free)" if free is not None else "")
 
 
+# what the runtime closes at the end, last opened first: a plain or an async close
+Closer = Callable[[], Awaitable[None] | None]
+
+
 @dataclass
 class Runtime:
     """Everything a turn needs, wired once at start-up."""
@@ -117,7 +122,7 @@ class Runtime:
     chat_client: ChatClient | None = None  # None: no LLM configured (the offline gate answers what it can)
     chat_agent: ChatAgent | None = None
     event_agent: EventAgent | None = None
-    closers: list[Callable[[], Any]] = field(default_factory=list)  # each returns None or an awaitable
+    closers: list[Closer] = field(default_factory=list)
     # The one door for turns that are not the child's voice: each command binds its runners here (host/).
     router: HostEventRouter = field(default_factory=HostEventRouter)
     # the debug console's taps (toy_runtime.web): None unless it is on
@@ -152,7 +157,7 @@ class Runtime:
         for close in reversed(self.closers):
             try:
                 result = close()
-                if hasattr(result, "__await__"):
+                if inspect.isawaitable(result):
                     await result
             except Exception:  # closing must go on for the rest, and the failure is told
                 log.warning("closing %r failed", close, exc_info=True)
@@ -174,7 +179,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
     from ..plugins import PluginPorts, default_registry
 
     clock = clock or SystemClock()
-    closers: list = []
+    closers: list[Closer] = []
     if idempotency is None:  # first: a bad file stops the start before anything else is opened
         idempotency = build_idempotency(settings)
         closers.append(getattr(idempotency.results, "aclose", lambda: None))

@@ -137,7 +137,7 @@ def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggr
     `hangover_ms`)."""
     from ..adapters.webrtc_vad import WebRtcVad
     from ..language import has_cjk
-    from .pauses import audible_phrase as _part
+    from .utterances import audible_phrase as _part
 
     def vad() -> Any:
         return WebRtcVad(aggressiveness)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..audio.resample import resample
+from .utterances import audible_phrase
 
 __all__ = ["PAIRS", "PAUSES_MS", "PauseResult", "false_cuts", "run_pause_bench"]
 
@@ -62,20 +62,6 @@ def false_cuts(first: np.ndarray, second: np.ndarray, pause_ms: int, hangover_ms
     cut, _ = judge_utterance([first, second], [pause_ms], hangover_ms, vad_factory=vad_factory, frame_ms=frame_ms,
                              lead_ms=lead_ms, end_by_level=end_by_level, room_dbfs=None)
     return cut
-
-
-def audible_phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
-    """The phrase at 16 kHz from its audible onset to its audible end."""
-    from .heard import levels_of
-    from .utterances import utterance
-
-    pcm, rate = utterance(text, cache_dir)
-    x = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
-    levels = levels_of(x, 16000)
-    loud = np.nonzero(levels.db > threshold_db)[0]
-    if len(loud) == 0:
-        return x
-    return x[int(loud[0]) * levels.hop: int(loud[-1]) * levels.hop + levels.window]
 
 
 def run_pause_bench(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2,

@@ -105,3 +105,14 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
             tails.append((speech_end - lead / 16000 - end) * 1000.0)
     tails = tails[1:]  # the warm-up pass
     return float(np.mean(tails)) if tails else None
+
+
+def audible_phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
+    """The phrase at 16 kHz from its audible onset to its audible end."""
+    pcm, rate = utterance(text, cache_dir)
+    x = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
+    levels = levels_of(x, 16000)
+    loud = np.nonzero(levels.db > threshold_db)[0]
+    if len(loud) == 0:
+        return x
+    return x[int(loud[0]) * levels.hop: int(loud[-1]) * levels.hop + levels.window]
