@@ -11,7 +11,7 @@ import pytest
 from firmware_bridge import protocol as p
 from firmware_bridge.client import BridgeAuthError, BridgeClient, ConnectionState
 from firmware_bridge.firmware import FirmwareClient
-from toy_runtime.testing.broker import MosquittoBroker
+from toy_runtime.testing.broker import MosquittoBroker, shipped_broker_config, wait_for_listener
 
 from .conftest import make_config, start_broker
 
@@ -104,28 +104,17 @@ async def test_shipped_broker_config_starts_and_serves_tls(tmp_path: Path, endpo
     subprocess.run(["mosquitto_passwd", "-U", str(passwd)], check=True)
     (tmp_path / "toy.acl").write_text(ACL)
     plain, tls = free_port(), free_port()
-    conf = (Path(__file__).resolve().parents[2] / "configs" / "mosquitto" / "mosquitto.conf").read_text()
-    conf = (conf.replace("listener 1883 127.0.0.1", f"listener {plain} 127.0.0.1")
-            .replace("listener 8883", f"listener {tls} 127.0.0.1")
-            .replace("/etc/mosquitto/certs/server.pem", str(certs.cert_file))
-            .replace("/etc/mosquitto/certs/server.key", str(certs.key_file))
-            .replace("/etc/mosquitto/certs/ca.pem", str(certs.ca_file))
-            .replace("/etc/mosquitto/toy.passwd", str(passwd))
-            .replace("/etc/mosquitto/toy.acl", str(tmp_path / "toy.acl"))
-            .replace("/var/lib/mosquitto/", f"{tmp_path}/")
-            .replace("log_dest syslog", "log_dest stderr"))
-    if os.geteuid() == 0:
-        conf += "user root\n"
-    (tmp_path / "toy.conf").write_text(conf)
-    proc = subprocess.Popen([binary, "-c", str(tmp_path / "toy.conf")], stderr=subprocess.PIPE)
+    conf = shipped_broker_config("mosquitto.conf", tmp_path,
+                                 listeners={"listener 1883 127.0.0.1": f"listener {plain} 127.0.0.1",
+                                            "listener 8883": f"listener {tls} 127.0.0.1"},
+                                 files={"/etc/mosquitto/certs/server.pem": certs.cert_file,
+                                        "/etc/mosquitto/certs/server.key": certs.key_file,
+                                        "/etc/mosquitto/certs/ca.pem": certs.ca_file,
+                                        "/etc/mosquitto/toy.passwd": passwd,
+                                        "/etc/mosquitto/toy.acl": tmp_path / "toy.acl"})
+    proc = subprocess.Popen([binary, "-c", str(conf)], stderr=subprocess.PIPE)
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", tls), timeout=0.1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                await asyncio.sleep(0.02)
+        await wait_for_listener(proc, tls, tries=200)
         url = f"mqtts://127.0.0.1:{tls}"
         runtime = await endpoints(BridgeClient(make_config(url, username="toy1", password="toy1-secret",
                                                            ca_file=str(certs.ca_file))))

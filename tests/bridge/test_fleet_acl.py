@@ -16,7 +16,7 @@ import pytest
 from firmware_bridge import protocol as p
 from firmware_bridge.acl import AclError, main as acl_main, render_fleet_acl
 from firmware_bridge.client import BridgeClient
-from toy_runtime.testing.broker import MosquittoBroker
+from toy_runtime.testing.broker import MosquittoBroker, shipped_broker_config, wait_for_listener
 
 from .conftest import WireClient, make_config, start_broker
 
@@ -158,27 +158,15 @@ async def test_the_shipped_fleet_config_starts_and_confines_a_toy_over_tls(tmp_p
                         password], check=True)
     (tmp_path / "fleet.acl").write_text(render_fleet_acl(OWNERS))
     port = free_port()
-    conf = (Path(__file__).resolve().parents[2] / "configs" / "mosquitto" / "fleet.conf").read_text()
-    conf = (conf.replace("listener 8883", f"listener {port} 127.0.0.1")
-            .replace("/etc/mosquitto/certs/server.pem", str(certs.cert_file))
-            .replace("/etc/mosquitto/certs/server.key", str(certs.key_file))
-            .replace("/etc/mosquitto/certs/ca.pem", str(certs.ca_file))
-            .replace("/etc/mosquitto/fleet.passwd", str(passwd))
-            .replace("/etc/mosquitto/fleet.acl", str(tmp_path / "fleet.acl"))
-            .replace("/var/lib/mosquitto/", f"{tmp_path}/")
-            .replace("log_dest syslog", "log_dest stderr"))
-    if os.geteuid() == 0:
-        conf += "user root\n"
-    (tmp_path / "fleet.conf").write_text(conf)
-    proc = subprocess.Popen([binary, "-c", str(tmp_path / "fleet.conf")], stderr=subprocess.PIPE)
+    conf = shipped_broker_config("fleet.conf", tmp_path, listeners={"listener 8883": f"listener {port} 127.0.0.1"},
+                                 files={"/etc/mosquitto/certs/server.pem": certs.cert_file,
+                                        "/etc/mosquitto/certs/server.key": certs.key_file,
+                                        "/etc/mosquitto/certs/ca.pem": certs.ca_file,
+                                        "/etc/mosquitto/fleet.passwd": passwd,
+                                        "/etc/mosquitto/fleet.acl": tmp_path / "fleet.acl"})
+    proc = subprocess.Popen([binary, "-c", str(conf)], stderr=subprocess.PIPE)
     try:
-        for _ in range(250):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                await asyncio.sleep(0.02)
+        await wait_for_listener(proc, port)
         url = f"mqtts://127.0.0.1:{port}"
         tls = {"ca_file": str(certs.ca_file)}
         toy_b = await endpoints(BridgeClient(make_config(url, "toyB", username="toyB", password="b-secret", **tls)))

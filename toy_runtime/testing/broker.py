@@ -235,3 +235,35 @@ def start_broker_for_test(**kwargs) -> MosquittoBroker:
     except (BrokerError, OSError) as exc:
         service_unavailable("mosquitto", exc)
         raise  # service_unavailable always raises
+
+
+def shipped_broker_config(name: str, tmp_path: Path, *, listeners: Mapping[str, str],
+                          files: Mapping[str, Path]) -> Path:
+    """configs/mosquitto/`name` made runnable in `tmp_path` as shipped otherwise: each listener line in
+    `listeners` replaced (e.g. "listener 8883" → "listener 40123 127.0.0.1"), each /etc path in `files` pointed at
+    the test's file, its persistence under `tmp_path`, its log on stderr (and, as root, run as root)."""
+    conf = (Path(__file__).resolve().parents[2] / "configs" / "mosquitto" / name).read_text()
+    for line, replacement in listeners.items():
+        conf = conf.replace(line, replacement)
+    for shipped, local in files.items():
+        conf = conf.replace(shipped, str(local))
+    conf = conf.replace("/var/lib/mosquitto/", f"{tmp_path}/").replace("log_dest syslog", "log_dest stderr")
+    if os.geteuid() == 0:
+        conf += "user root\n"
+    path = tmp_path / name
+    path.write_text(conf)
+    return path
+
+
+async def wait_for_listener(proc: subprocess.Popen, port: int, *, tries: int = 250) -> None:
+    """Until the broker `proc` accepts on `port` (20 ms apart); its stderr in the failure if it died first."""
+    import asyncio
+
+    for _ in range(tries):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "the broker exited"
+            await asyncio.sleep(0.02)
+    raise TimeoutError(f"the broker never listened on {port}")
