@@ -86,18 +86,14 @@ async def test_acl_lets_the_app_command_its_toy_but_nobody_else(secured: Mosquit
 async def test_shipped_broker_config_starts_and_serves_tls(tmp_path: Path, endpoints):
     """configs/mosquitto/mosquitto.conf with its paths pointed into tmp_path and free ports: mosquitto accepts it and
     a device logs in over TLS with the shipped ACL."""
-    import os
-    import shutil
-    import socket
     import subprocess
 
-    from toy_runtime.testing.broker import free_port, make_test_certs
+    from toy_runtime.testing.broker import free_port, make_test_certs, mosquitto_binary
+    from toy_runtime.testing.services import unavailable
 
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not os.path.exists(binary):
-        if os.environ.get("TOY_REQUIRE_SERVICES"):
-            raise FileNotFoundError(binary)
-        pytest.skip("mosquitto not installed")
+    binary = mosquitto_binary()
+    if binary is None:
+        unavailable("mosquitto not installed")
     certs = await asyncio.to_thread(make_test_certs, tmp_path / "certs")
     passwd = tmp_path / "toy.passwd"
     passwd.write_text("toy1:toy1-secret\n")

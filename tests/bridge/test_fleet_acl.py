@@ -138,19 +138,15 @@ async def test_the_shipped_fleet_config_starts_and_confines_a_toy_over_tls(tmp_p
     """configs/mosquitto/fleet.conf with its paths pointed into tmp_path, a password file made by
     `mosquitto_passwd -b` and the rendered ACL: mosquitto accepts it, a toy logs in over TLS and cannot read another's
     retained state."""
-    import os
-    import shutil
-    import socket
     import subprocess
 
     from firmware_bridge.firmware import FirmwareClient
-    from toy_runtime.testing.broker import free_port, make_test_certs
+    from toy_runtime.testing.broker import free_port, make_test_certs, mosquitto_binary
+    from toy_runtime.testing.services import unavailable
 
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not os.path.exists(binary):
-        if os.environ.get("TOY_REQUIRE_SERVICES"):
-            raise FileNotFoundError(binary)
-        pytest.skip("mosquitto not installed")
+    binary = mosquitto_binary()
+    if binary is None:
+        unavailable("mosquitto not installed")
     certs = await asyncio.to_thread(make_test_certs, tmp_path / "certs")
     passwd = tmp_path / "fleet.passwd"
     for user, password in USERS.items():

@@ -16,6 +16,12 @@ from typing import Mapping
 from ..errors import ToyError
 
 
+def mosquitto_binary() -> str | None:
+    """mosquitto's path (/usr/sbin is not on every PATH), None when it is not installed."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    return binary if Path(binary).exists() else None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -93,9 +99,10 @@ class MosquittoBroker:
         self.config_path = self.workdir / "mosquitto.conf"
         self.log_path = self.workdir / "mosquitto.log"
         self._proc: subprocess.Popen[bytes] | None = None
-        self._binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"  # /usr/sbin is not on every PATH
-        if not Path(self._binary).exists():
+        binary = mosquitto_binary()
+        if binary is None:
             raise BrokerError("mosquitto not found: apt-get install mosquitto")
+        self._binary = binary
 
     @property
     def url(self) -> str:
