@@ -62,6 +62,7 @@ class EchoReference:
         self._next_sample: int | None = None  # the capture index the next frame should start at (None: not known)
         self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
         self.nudges = 0  # times the read position was moved to keep the echo's measured delay (nudge())
+        self.nudged: deque[int] = deque(maxlen=32)  # …and by how many samples each time: a diagnostic for the benches
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
@@ -129,6 +130,7 @@ class EchoReference:
         self._read_s -= samples / self.sample_rate_hz
         self._read_drift += samples / self.sample_rate_hz
         self.nudges += 1
+        self.nudged.append(samples)
 
     @property
     def end_s(self) -> float | None:

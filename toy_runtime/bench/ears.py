@@ -204,14 +204,6 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         stops.append((spoke_at, time.monotonic()))
 
     own_voice = OwnVoiceCheck(stage.echo_likeness, stage.recently_disturbed)
-    nudged: list[int] = []  # every nudge of the reference, for the report
-    nudge = reference.nudge
-
-    def recorded_nudge(samples: int) -> None:
-        nudged.append(samples)
-        nudge(samples)
-
-    reference.nudge = recorded_nudge  # type: ignore[method-assign]  # the bench's tap on the stage's calls
     judging: list[asyncio.Task] = []  # one speech start judged at a time, as the voice loop does
 
     async def judge(spoke_at: float) -> None:
@@ -300,7 +292,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
-        delay_nudges=list(nudged),
+        delay_nudges=list(reference.nudged),
         own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
