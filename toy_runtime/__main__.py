@@ -1,7 +1,5 @@
 """`python -m toy_runtime` = the `toy-runtime` command."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

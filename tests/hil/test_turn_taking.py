@@ -51,7 +51,9 @@ async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp
     turns = audit_records(audit, "voice.turn")
     assert len(turns) == 1, [t["text"] for t in turns]
     words = turn["text"].lower()
-    assert "tell me" in words and "sky" in words, turn["text"]
+    # the first half's words and the last word of the second: how Whisper hears the middle varies from run to run
+    # ("the sky" came back once in CI as "must Kai"), and is not what this test is about
+    assert "tell me" in words and "blue" in words, turn["text"]
     assert turn["turn_end"] in ("complete", "unsure"), turn  # ended by what it said, not by a cut
     # one answer, to the whole sentence; any earlier request was a speculation the child went on from, cancelled
     assert asked[-1] == turn["text"], (asked, turn["text"])

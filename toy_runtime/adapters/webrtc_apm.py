@@ -30,6 +30,9 @@ class WebRtcAudioProcessor:
                  noise_suppression: bool = True, high_pass_filter: bool = True, auto_gain: bool = False) -> None:
         from livekit import rtc  # ~0.1 s and a native runtime: only when the front end is on
 
+        from ..service.process_exit import skip_finalization
+
+        skip_finalization("livekit's FFI runtime calls into Python from its own threads")
         if sample_rate_hz % 100:
             raise ValueError(f"sample rate {sample_rate_hz} Hz has no whole 10 ms frame")
         self._rtc = rtc

@@ -8,7 +8,7 @@ module and exit 1 (the installation is broken, not the command line), never a va
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from ..service.startup import process_marks
 
@@ -146,5 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def entry() -> NoReturn:
+    """The `toy-runtime` executable and `python -m toy_runtime`: `main()`, then end the process with its code (as
+    service/process_exit.py says, without the interpreter's finalization once a native runtime is loaded)."""
+    from ..service.process_exit import exit_process
+
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
