@@ -252,6 +252,7 @@ def test_prefix_without_skip_system_is_refused(tmp_path):
     assert result.returncode != 0 and "--skip-system" in result.stderr
 
 
+@pytest.mark.slow  # a real install: a venv and pip
 def test_a_provisioned_broker_password_goes_into_secrets_and_nowhere_else(tmp_path):
     """A fleet toy gets its own broker password from provisioning: --mqtt-password-file writes it to secrets.env
     (0600), replaces an older one on a second run, and never prints it."""

@@ -137,6 +137,14 @@ class ChatAgent:
             return self.registry.provider_tools()
         return None
 
+    def audit_usage(self, stats: CallStats, turn_id: str) -> None:
+        """After a finished call: a provider that reported no token usage (when it was asked to) is audited, with
+        the estimate that stands in for it."""
+        if stats.usage_source != "provider" and self.client.include_usage:
+            self.audit.record(AuditKind.LLM_USAGE_MISSING, turn_id=turn_id, call=stats.purpose,
+                              estimated_prompt_tokens=stats.prompt_tokens,
+                              estimated_completion_tokens=stats.completion_tokens)
+
     # -- streaming ----------------------------------------------------------------------------------
 
     async def prefetch(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
