@@ -72,9 +72,10 @@ async def test_tool_calls_come_back_whole(make_llm):
     ("empty_stream", None, "empty_stream"),
     ("garbage", None, "empty_stream"),  # an HTML page has no `data:` line: the SDK sees no chunk at all
     ("malformed_chunk", None, "protocol"),
-    ("hang", None, "first_token_timeout"),
-    ("stall", None, "first_token_timeout"),
-    ("hang", 2, "timeout"),
+    # each waits out READ_S, on both transports: real waits, outside the fast lane
+    pytest.param("hang", None, "first_token_timeout", marks=pytest.mark.slow),
+    pytest.param("stall", None, "first_token_timeout", marks=pytest.mark.slow),
+    pytest.param("hang", 2, "timeout", marks=pytest.mark.slow),
 ])
 async def test_each_fault_is_the_same_fault_on_both(make_llm, fault, after, code):
     _llm, client = make_llm([Reply(text="abcdefghijkl", fault=fault, fault_after_chunks=after)])

@@ -221,6 +221,7 @@ def test_without_a_cached_split_the_voice_speaks_whole_at_once_and_is_split_in_t
         second.close()
 
 
+@pytest.mark.slow  # a child process (onnx imported there)
 def test_the_split_child_says_in_one_line_why_a_file_cannot_be_split(tmp_path):
     import subprocess
 

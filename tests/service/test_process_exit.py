@@ -7,6 +7,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # child interpreters, one of them with livekit's runtime
+
 SCRIPT = textwrap.dedent("""
     import atexit, logging, logging.handlers, sys, threading, time
     from toy_runtime.service.process_exit import exit_process, skip_finalization

@@ -61,6 +61,7 @@ def test_unit_preloads_the_allocator_the_bench_measures_and_the_installer_instal
     assert re.search(r"^\s+libjemalloc2\b", INSTALLER.read_text(), re.M)
 
 
+@pytest.mark.models  # a child loads the voice (the plugin cannot read a script in a string)
 def test_the_runtime_runs_on_the_units_allocator(tmp_path):
     """A child with the unit's LD_PRELOAD and MALLOC_CONF: jemalloc is mapped, takes every option without a
     complaint, and the runtime's engines load and synthesize on it."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from tests.voice.test_voice_loop import Rig, until, utterance
 from toy_runtime.audio.listener import EarlyTranscript, SpeechStart
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
@@ -29,6 +31,7 @@ async def _open_and_speculate(rig, text: str) -> asyncio.Task:
     return runner
 
 
+@pytest.mark.slow  # real waits: a reply held 0.3 s on the loopback server, so the speculation is in flight
 async def test_the_turn_takes_the_answer_that_was_asked_for_during_the_wait(tmp_path):
     with ScriptedLLMServer([Reply(text="Once upon a time, a dragon learned to fly.", delay_s=0.3)]) as llm:
         rig = Rig(tmp_path, llm.url)
@@ -46,6 +49,7 @@ async def test_the_turn_takes_the_answer_that_was_asked_for_during_the_wait(tmp_
     assert "Once upon a time, a dragon learned to fly." in " ".join(rig.loop.records[0].spoken)
 
 
+@pytest.mark.slow  # real waits: the speculative answer arrives and sits unread for 0.4 s
 async def test_when_the_child_goes_on_the_speculation_is_cancelled_unread(tmp_path):
     """The speculative answer would have turned the volume down and said so: the child was still talking, so it
     never speaks and never runs; the turn asks for the whole sentence."""

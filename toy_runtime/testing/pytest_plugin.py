@@ -20,7 +20,7 @@ the test's code objects, so it cannot drift from what the test does. `hil` (hard
 
 The fast lane, unit tests only (`slow`, set by hand, marks soak runs, real installs and turns that wait out a real
 client timeout):
-`python -m pytest -q -m "not (broker or audio or mixer or models or browser or hil or slow)"`.
+`python -m pytest -q -n auto -m "not (broker or audio or mixer or models or browser or hil or slow)"` (on every core).
 Where a service cannot run here its tests skip, unless CI sets `TOY_REQUIRE_SERVICES=1` (then they fail).
 """
 
