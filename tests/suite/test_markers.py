@@ -21,7 +21,7 @@ def test_every_marker_is_registered_and_the_readme_fast_lane_deselects_them_all(
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     registered = {line.split(":", 1)[0] for line in ini["markers"]}
     assert set(FAST_LANE_EXCLUDES) | set(FIXTURE_MARKERS.values()) <= registered
-    lane = re.search(r'python -m pytest -q -m "not \(([^)]*)\)"', (ROOT / "README.md").read_text())
+    lane = re.search(r'python -m pytest -q -n auto -m "not \(([^)]*)\)"', (ROOT / "README.md").read_text())
     assert lane is not None
     assert set(lane.group(1).split(" or ")) == set(FAST_LANE_EXCLUDES)
 
