@@ -65,7 +65,7 @@ class ChatClient:
 
     def __init__(self, *, base_url: str, api_key: str | None, connect_timeout_s: float, read_timeout_s: float,
                  first_token_timeout_s: float | None = None, include_usage: bool = True,
-                 transport: httpx.AsyncBaseTransport | Any = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base_url = base_url
         self._transport = transport
         self.include_usage = include_usage

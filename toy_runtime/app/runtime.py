@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, cast
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, cast
 
 from ..config import ConfigError, Settings
 from ..errors import StartError
@@ -24,6 +24,8 @@ from ..signals import SignalBus
 from .disk_space import free_bytes, human_bytes, unwritable
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..agent.chat_agent import ChatAgent
     from ..agent.event_agent import EventAgent
     from ..agent.llm import ChatClient
@@ -167,7 +169,7 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                   calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None,
                   audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None,
-                  events: Iterable[EventDefinition] = (), llm_transport: Any = None) -> Runtime:
+                  events: Iterable[EventDefinition] = (), llm_transport: httpx.AsyncBaseTransport | None = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
     `events`: further definitions registered after the built-in ones (a test's own event, a local plugin).
     `llm_transport`: the httpx transport the LLM client sends through (None: the network; the tests' in-process
