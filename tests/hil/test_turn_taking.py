@@ -50,10 +50,11 @@ async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp
     assert proc.returncode == 0, log.read_text()[-3000:]
     turns = audit_records(audit, "voice.turn")
     assert len(turns) == 1, [t["text"] for t in turns]
-    words = turn["text"].lower()
-    # the first half's words and the last word of the second: how Whisper hears the middle varies from run to run
-    # ("the sky" came back once in CI as "must Kai"), and is not what this test is about
-    assert "tell me" in words and "blue" in words, turn["text"]
+    # the first half, and words after it: how Whisper hears the second half of this espeak voice varies from run to
+    # run ("why the sky is blue" came back as "why must Kai is blue", "why must I do"); what this test is about is
+    # that both halves reached one turn
+    words = turn["text"].lower().replace("?", " ").replace(".", " ").replace(",", " ")
+    assert "tell me" in words and len(words.split("tell me", 1)[1].split()) >= 3, turn["text"]
     assert turn["turn_end"] in ("complete", "unsure"), turn  # ended by what it said, not by a cut
     # one answer, to the whole sentence; any earlier request was a speculation the child went on from, cancelled
     assert asked[-1] == turn["text"], (asked, turn["text"])

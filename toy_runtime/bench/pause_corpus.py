@@ -18,6 +18,7 @@ WAV (bench/utterances.py); each part from its audible onset to its audible end.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,9 +133,10 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
 
 
 def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2,
-               turn_end: Any = None, hear: Callable[[bytes], str] | None = None) -> list[CorpusResult]:
+               turn_end: Any = None, hear: Callable[[bytes], str] | None = None,
+               early_final_ms: int = 40) -> list[CorpusResult]:
     """Every utterance of the corpus at every hangover, and with `turn_end` and `hear` also predicted (at its
-    `hangover_ms`)."""
+    `hangover_ms`, each silence judged `early_final_ms` into it)."""
     from ..adapters.webrtc_vad import WebRtcVad
     from ..language import has_cjk
     from .utterances import audible_phrase as _part
@@ -152,7 +154,7 @@ def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggr
             results.append(CorpusResult(" … ".join(parts_text), language, "paused", pauses, hangover, cut, delay))
         if turn_end is not None:
             cut, delay = judge_utterance(parts, pauses, int(turn_end.hangover_ms), vad_factory=vad, seed=index,
-                                         turn_end=turn_end, hear=hear)
+                                         turn_end=turn_end, hear=hear, early_final_ms=early_final_ms)
             results.append(CorpusResult(" … ".join(parts_text), language, "paused", pauses,
                                         int(turn_end.hangover_ms), cut, delay, "predicted"))
     for index, text in enumerate(COMPLETE):
@@ -163,7 +165,7 @@ def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggr
             results.append(CorpusResult(text, language, "complete", (), hangover, cut, delay))
         if turn_end is not None:
             cut, delay = judge_utterance([part], (), int(turn_end.hangover_ms), vad_factory=vad, seed=1000 + index,
-                                         turn_end=turn_end, hear=hear)
+                                         turn_end=turn_end, hear=hear, early_final_ms=early_final_ms)
             results.append(CorpusResult(text, language, "complete", (), int(turn_end.hangover_ms), cut, delay,
                                         "predicted"))
     return results
@@ -199,12 +201,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="also end turns by prediction ([vad] defaults), judging each silence by Whisper's transcript")
     args = p.parse_args(argv)
     turn_end = hear = None
+    early = 40
     if args.predicted:
         from ..app.engines import build_recognizer, turn_end_policy
         from ..config import load_settings
 
-        settings = load_settings(None, env={"TOY_VAD__TURN_END": "predicted", "TOY_ASR__ENGINE": "whisper"})
+        # the environment's TOY_… settings too (e.g. TOY_ASR__EARLY_FINAL_MS), as `run` would read them
+        settings = load_settings(None, env={**os.environ, "TOY_VAD__TURN_END": "predicted",
+                                            "TOY_ASR__ENGINE": "whisper"})
         turn_end, recognizer = turn_end_policy(settings), build_recognizer(settings)
+        early = settings.asr.early_final_ms
 
         def hear(pcm: bytes) -> str:
             recognizer.start_utterance()
@@ -212,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 recognizer.accept(pcm[i : i + 640])
             return recognizer.finish()
 
-    print(markdown(run_corpus(args.cache_dir, turn_end=turn_end, hear=hear)))
+    print(markdown(run_corpus(args.cache_dir, turn_end=turn_end, hear=hear, early_final_ms=early)))
     return 0
 
 
