@@ -11,6 +11,7 @@ import pytest
 
 from toy_runtime.audio.echo_reference import EchoReference
 from toy_runtime.audio.echo_stage import EchoCancelledSource
+from toy_runtime.audio.front_end import FrontEndSource
 from toy_runtime.audio.wake_stage import WakeWordSource
 from toy_runtime.fakes.audio import ListSource
 from toy_runtime.fakes.echo import PassThroughCanceller, SubtractingCanceller
@@ -388,3 +389,100 @@ async def test_listener_restart_drops_the_utterance_that_carried_the_wake_word()
     assert any(isinstance(e, UtteranceDiscarded) and e.reason == "wake_word" for e in events), kinds
     assert len([e for e in events if isinstance(e, Utterance)]) >= 1
     await listener.aclose()
+
+
+# -- a render the speaker has not reported yet ---------------------------------------------------------------
+
+
+def test_what_the_speaker_has_not_reported_yet_is_missing_until_it_is():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(5):  # heard from t = 100.00 to 100.05
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    ref.take(100.0, 320)
+    ref.take(100.02, 320)  # read up to 100.04: the next frame needs up to 100.06
+    assert ref.missing_s(320) == pytest.approx(0.01)
+    ref.played(ramp(160, 800), RATE, 100.05)
+    assert ref.missing_s(320) == 0.0
+    assert samples(ref.take(100.04, 320))[-1] == 959  # handed out, not silence
+
+
+def test_a_silent_speaker_is_not_waited_for():
+    """Between answers the speaker plays silence, reported as late as any block: the child's words then reach the
+    listener without a wait (silence is what the canceller gets either way)."""
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(5):
+        ref.played(bytes(320), RATE, 100.0 + 0.01 * k)
+    ref.take(100.0, 320)
+    ref.take(100.02, 320)
+    assert ref.missing_s(320) == 0.0
+
+
+def test_a_speaker_that_stopped_reporting_is_not_waited_for():
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(5):
+        ref.played(ramp(160, 160 * k), RATE, 100.0 + 0.01 * k)
+    for i in range(15):  # the capture goes on 0.3 s; the speaker said nothing after 100.05
+        ref.take(100.0 + 0.02 * i, 320)
+    assert ref.missing_s(320) == 0.0
+    assert EchoReference(RATE).missing_s(320) == 0.0  # nothing played at all
+
+
+class _TimedFrames:
+    """Mic frames at 10.00, 10.02, … s (a capture clock the test controls)."""
+
+    sample_rate_hz = RATE
+    frame_ms = 20
+
+    def __init__(self, pcm: bytes) -> None:
+        self._frames = [AudioFrame(pcm[i : i + 640], RATE, 10.0 + 0.02 * (i // 640)) for i in range(0, len(pcm), 640)]
+
+    async def start(self) -> None:
+        pass
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> AudioFrame:
+        if not self._frames:
+            raise StopAsyncIteration
+        return self._frames.pop(0)
+
+
+@pytest.mark.parametrize("through", ["stage", "front_end_slot"])
+async def test_a_frame_waits_for_the_render_the_speaker_reports_late(through):
+    """The speaker's output buffer ran low: the block that sounded with the second frame is reported only after the
+    mic delivered that frame. The stage waits for it; cleaned with silence instead, the echo would stay. `run`
+    reads the stage through the front end's slot (audio/front_end.py): the wait holds there too."""
+    played, _, _, _ = echo_scene(frames=2)
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(2):  # the first frame's render, reported in time
+        ref.played(played[k * 160 : (k + 1) * 160].tobytes(), RATE, 10.0 + 0.01 * k)
+    mic = _TimedFrames(played.tobytes())
+    stage = EchoCancelledSource(mic, SubtractingCanceller(RATE), ref)
+    source = stage
+    if through == "front_end_slot":
+        source = FrontEndSource(mic)
+        source.install(stage)
+
+    async def speaker_late() -> None:
+        await asyncio.sleep(0.01)
+        for k in (2, 3):
+            ref.played(played[k * 160 : (k + 1) * 160].tobytes(), RATE, 10.0 + 0.01 * k)
+
+    late = asyncio.create_task(speaker_late())
+    frames = await collect(source, 2)
+    await late
+    assert all(not samples(f.pcm).any() for f in frames)  # both frames' echo removed
+    assert stage.render_waits == 1 and 0 < stage.render_waited_s < stage.render_wait_s
+
+
+async def test_a_render_that_never_comes_is_waited_for_a_bounded_time():
+    played, _, _, _ = echo_scene(frames=2)
+    ref = EchoReference(RATE, lead_ms=0)
+    for k in range(3):  # half of the second frame's render, and then the speaker says nothing more
+        ref.played(played[k * 160 : (k + 1) * 160].tobytes(), RATE, 10.0 + 0.01 * k)
+    stage = EchoCancelledSource(_TimedFrames(played.tobytes()), SubtractingCanceller(RATE), ref)
+    frames = await collect(stage, 2)
+    assert stage.render_waits == 1 and stage.render_waited_s >= stage.render_wait_s
+    second = samples(frames[1].pcm)
+    assert not second[:160].any() and second[160:].any()  # cleaned where the render came, echo where it did not

@@ -26,6 +26,8 @@ __all__ = ["EchoReference"]
 
 
 _SMOOTHING = 0.01  # per frame: about a second, so callback jitter (± 5 ms) averages out
+_QUIET_TAIL_S = 0.3  # the speaker's last this-long all below _AUDIBLE_SAMPLE: it is silent, no render to wait for
+_AUDIBLE_SAMPLE = 100  # −50 dBFS peak
 
 
 class EchoReference:
@@ -121,6 +123,29 @@ class EchoReference:
             out[lo - first : hi - first] = self._ring[lo:hi]
         return out.tobytes()
 
+    def missing_s(self, samples: int) -> float:
+        """How much of the render the next `take(…, samples)` will ask for the speaker has not reported yet (s; 0:
+        all there, or nothing worth waiting for).
+
+        The speaker reports each block when the device asks for it, its output latency ahead of the DAC. On the
+        echo rig that lead shrank by ~0.1 ms/s between underruns (the device consumed a little faster than its
+        sample count said), until the capture side asked for samples not yet reported: `take()` filled them with
+        silence, and for the rest of the session AEC3 was handed silence while the mic heard the toy (ERLE
+        68 → 11-14 dB, 25 false barge-ins in 54 answers). The stage waits for them instead (`EchoCancelledSource`).
+        A shortfall of 100 ms or more is a speaker that stopped reporting (closed, stalled): nothing to wait for.
+        Nor is a speaker that has played only silence for `_QUIET_TAIL_S`: silence is what the canceller would be
+        handed anyway, and the child's words then reach the listener without a wait (the end of a turn is heard
+        while the toy is silent)."""
+        self._absorb()
+        end = self.end_s
+        if self._read_s is None or self._speaker_restarted or end is None or self._ring is None:
+            return 0.0
+        missing = self._read_s + samples / self.sample_rate_hz - end
+        if not 0.0 < missing < 0.1:
+            return 0.0
+        tail = self._ring[-int(_QUIET_TAIL_S * self.sample_rate_hz):]
+        return missing if len(tail) and max(int(tail.max()), -int(tail.min())) >= _AUDIBLE_SAMPLE else 0.0
+
     def nudge(self, samples: int) -> None:
         """Hand out the render `samples` later from now on (earlier if negative): the echo was measured that much
         later behind its reference than before (audio/echo_delay.py), and the canceller learnt the old relation.
@@ -131,6 +156,16 @@ class EchoReference:
         self._read_drift += samples / self.sample_rate_hz
         self.nudges += 1
         self.nudged.append(samples)
+
+    def timeline(self) -> tuple[float, ...]:
+        """Where the two sides stand, for the benches (NaN: not known yet): the next read position and the span the
+        ring holds (s, the capture clock), the drift watched on each side (s), blocks reported, blocks waiting,
+        anchors, read resyncs, underrun gaps, nudges."""
+        nan = float("nan")
+        return (nan if self._read_s is None else self._read_s, nan if self._start_s is None else self._start_s,
+                nan if self.end_s is None else self.end_s, self._read_drift, self._write_drift, float(self.blocks),
+                float(len(self._incoming)), float(self.anchors), float(self.read_resyncs),
+                float(self.underflow_gaps), float(self.nudges))
 
     @property
     def end_s(self) -> float | None:

@@ -11,7 +11,9 @@ enhancement (ERLE, input level over output level) over frames where only the toy
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from collections import deque
 import numpy as np
 
@@ -107,9 +109,32 @@ class EchoCancelledSource(WrappedSource):
         self._now = float("-inf")  # the capture time of the last frame cleaned
         # the echo's delay behind the render, measured and held where the canceller learnt it (audio/echo_delay.py)
         self.delay_monitor = EchoDelayMonitor(self.sample_rate_hz) if hold_delay and canceller.cancels_echo else None
+        # a frame whose render the speaker has not reported yet waits for it, this long at most
+        self.render_wait_s = 0.04
+        self.render_waits = 0  # frames that waited
+        self.render_waited_s = 0.0  # …and for how long in all
 
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
+
+    async def __anext__(self) -> AudioFrame:
+        if self._frames is None:
+            self._frames = aiter(self.source)
+        frame = await anext(self._frames)
+        await self.await_render(len(frame.pcm) // 2)
+        return self._frame(frame)
+
+    async def await_render(self, samples: int) -> None:
+        """Wait (at most `render_wait_s`) until the speaker has reported the render this frame is cleaned with:
+        handed silence instead, AEC3 would leak the toy's voice then and learn a false path (EchoReference
+        .missing_s). Nothing waits while the speaker's output buffer holds more than a frame."""
+        if not self.canceller.cancels_echo or not self.reference.missing_s(samples):
+            return
+        started = time.monotonic()
+        self.render_waits += 1
+        while self.reference.missing_s(samples) and time.monotonic() - started < self.render_wait_s:
+            await asyncio.sleep(0.002)
+        self.render_waited_s += time.monotonic() - started
 
     def clean(self, frame: AudioFrame) -> AudioFrame:
         """One captured frame through the canceller, 10 ms at a time, each with the render of its moment."""

@@ -21,6 +21,10 @@ class FrameProcessor(Protocol):
 
     def clean(self, frame: AudioFrame) -> AudioFrame: ...
 
+    async def await_render(self, samples: int) -> None:
+        """Wait, briefly, until what it needs beside the next `samples` of capture is there (the speaker's render)."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -40,6 +44,12 @@ class FrontEndSource(WrappedSource):
         """The installed front end's line, or that it is still loading."""
         return self.processor.describe() if self.processor is not None else f"echo cancellation: {self._pending}"
 
-    def _frame(self, frame: AudioFrame) -> AudioFrame:
+    async def __anext__(self) -> AudioFrame:
+        if self._frames is None:
+            self._frames = aiter(self.source)
+        frame = await anext(self._frames)
         processor = self.processor
-        return frame if processor is None else processor.clean(frame)
+        if processor is None:
+            return frame
+        await processor.await_render(len(frame.pcm) // 2)
+        return processor.clean(frame)

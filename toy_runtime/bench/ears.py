@@ -107,6 +107,10 @@ class EarsResult:
     capture_gaps: int = 0  # audio lost before the canceller (device overflows, queue drops), skipped in the render
     underflow_gap_ms: list[float] = field(default_factory=list)  # each underrun's silence placed in the render
     delay_nudges: list[int] = field(default_factory=list)  # the reference moved to hold the echo's delay (samples)
+    # once a second: (the frame's capture time, *EchoReference.timeline()): where render and capture stood
+    reference_timeline: list[tuple[float, ...]] = field(default_factory=list)
+    render_waits: int = 0  # frames that waited for the speaker to report their render, and how long in all
+    render_waited_ms: float = 0.0
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -198,6 +202,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     flushing: list[asyncio.Task] = []
     checks: list[tuple[float, float, bool]] = []  # (speech start, capture time; own-voice likeness; ignored)
     stamps: list[float] = []  # each frame's capture timestamp, in order: the map onto the sample-count timeline
+    timeline: list[tuple[float, ...]] = []
 
     async def barge_in(spoke_at: float) -> None:
         await sink.flush()  # what the voice loop does (session/voice_loop.py): the answer stops within one block
@@ -222,9 +227,12 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
             if not t0:
                 t0.append(frame.timestamp_s)
             stamps.append(frame.timestamp_s)
+            await stage.await_render(len(frame.pcm) // 2)  # as the stage's own iteration does in `run`
             started = time.process_time()
             out = stage.clean(frame)
             cpu += time.process_time() - started
+            if len(stamps) % 50 == 1:
+                timeline.append((frame.timestamp_s, *reference.timeline()))
             for event in endpointer.process(frame.timestamp_s, vad.is_speech(out), 20.0, level_db(out.pcm)):
                 if isinstance(event, SpeechStarted) and playing[0] and not judging:
                     judging.append(asyncio.create_task(judge(event.speech[0]), name="bench-ears:own-voice"))
@@ -293,7 +301,9 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
         delay_nudges=list(reference.nudged),
-        own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms))
+        own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
+        reference_timeline=timeline, render_waits=stage.render_waits,
+        render_waited_ms=round(stage.render_waited_s * 1000, 1))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -449,6 +459,8 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "capture_gaps": result.capture_gaps,
         "underflow_gap_ms": result.underflow_gap_ms,
         "speaker_underruns": result.underruns,
+        "render_waits": result.render_waits,
+        "render_waited_ms": result.render_waited_ms,
         "underflow_gaps": result.underflow_gaps,
         "delay_nudges": result.delay_nudges,
         **words,

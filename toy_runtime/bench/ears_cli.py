@@ -90,7 +90,8 @@ def keep_capture(path: Path, result) -> None:
         clip_start_s=np.array([c.start_s if c.start_s is not None else np.nan for c in result.clips]),
         clip_over=np.array([c.over_answer for c in result.clips]),
         clip_samples=np.array([len(c.pcm) // 2 for c in result.clips]),
-        checks=np.array(result.own_voice_checks, dtype=float).reshape(-1, 3))
+        checks=np.array(result.own_voice_checks, dtype=float).reshape(-1, 3),
+        reference_timeline=np.array(result.reference_timeline, dtype=float).reshape(len(result.reference_timeline), -1))
 
 
 def markdown(rows: list[dict]) -> str:
