@@ -169,7 +169,8 @@ def build_runtime(settings: Settings, *, mixer: Mixer | None = None, search: Sea
                   calendar: Calendar | None = None, clock: Clock | None = None,
                   audit: AuditSink | None = None, signals: SignalBus | None = None,
                   audit_tap: AuditSink | None = None, idempotency: IdempotencyStore | None = None,
-                  events: Iterable[EventDefinition] = (), llm_transport: httpx.AsyncBaseTransport | None = None) -> Runtime:
+                  events: Iterable[EventDefinition] = (),
+                  llm_transport: httpx.AsyncBaseTransport | None = None) -> Runtime:
     """Wire adapters from settings; any argument given replaces the configured adapter (tests, bench).
     `events`: further definitions registered after the built-in ones (a test's own event, a local plugin).
     `llm_transport`: the httpx transport the LLM client sends through (None: the network; the tests' in-process

@@ -301,7 +301,8 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
         output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
         delay_nudges=list(reference.nudged),
-        own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks], capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
+        own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks],
+        capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
         reference_timeline=timeline, render_waits=stage.render_waits,
         render_waited_ms=round(stage.render_waited_s * 1000, 1))
     _place_clips(result, t0[0] if t0 else 0.0)

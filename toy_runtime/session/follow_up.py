@@ -73,7 +73,8 @@ class FollowUp:
             for line in not_run_lines(unrun, self.kernel.registry.lookup, guess_locale(text)):
                 turn.say(Speech(Answer.SECOND, line, kind=SpeechKind.CORRECTION))
         except LLMFault as exc:
-            self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="follow_up", code=exc.code, message=exc.message)
+            self.audit.record(AuditKind.LLM_FAULT, turn_id=turn_id, call="follow_up", code=exc.code,
+                              message=exc.message)
             if first_segment:
                 turn.say(Speech(Answer.SECOND, self.config.fault_line_for(guess_locale(text)), kind=SpeechKind.FAULT))
         self.audit.record(AuditKind.TURN_FOLLOW_UP, turn_id=turn_id, compact=compact,
