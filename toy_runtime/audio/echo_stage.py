@@ -117,12 +117,8 @@ class EchoCancelledSource(WrappedSource):
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
 
-    async def __anext__(self) -> AudioFrame:
-        if self._frames is None:
-            self._frames = aiter(self.source)
-        frame = await anext(self._frames)
+    async def _before(self, frame: AudioFrame) -> None:
         await self.await_render(len(frame.pcm) // 2)
-        return self._frame(frame)
 
     async def await_render(self, samples: int) -> None:
         """Wait (at most `render_wait_s`) until the speaker has reported the render this frame is cleaned with:

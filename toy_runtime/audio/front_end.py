@@ -44,12 +44,10 @@ class FrontEndSource(WrappedSource):
         """The installed front end's line, or that it is still loading."""
         return self.processor.describe() if self.processor is not None else f"echo cancellation: {self._pending}"
 
-    async def __anext__(self) -> AudioFrame:
-        if self._frames is None:
-            self._frames = aiter(self.source)
-        frame = await anext(self._frames)
+    async def _before(self, frame: AudioFrame) -> None:
+        if self.processor is not None:
+            await self.processor.await_render(len(frame.pcm) // 2)
+
+    def _frame(self, frame: AudioFrame) -> AudioFrame:
         processor = self.processor
-        if processor is None:
-            return frame
-        await processor.await_render(len(frame.pcm) // 2)
-        return processor.clean(frame)
+        return frame if processor is None else processor.clean(frame)

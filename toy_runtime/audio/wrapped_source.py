@@ -27,6 +27,9 @@ class WrappedSource:
         """What this stage does to one frame (the base passes it on)."""
         return frame
 
+    async def _before(self, frame: AudioFrame) -> None:
+        """What this stage waits for before `_frame()` (the base: nothing)."""
+
     @property
     def overflows(self) -> int:
         """The microphone's dropped frames."""
@@ -58,4 +61,6 @@ class WrappedSource:
     async def __anext__(self) -> AudioFrame:
         if self._frames is None:  # the source's own iterator: a wrapper (the console's meter) may live there
             self._frames = aiter(self.source)
-        return self._frame(await anext(self._frames))
+        frame = await anext(self._frames)
+        await self._before(frame)
+        return self._frame(frame)
