@@ -252,6 +252,40 @@ async def test_with_a_suppressor_the_recognizer_hears_the_echo_cancelled_audio_b
     assert plain.asr_pcm is None and plain.for_recognizer == plain.pcm
 
 
+async def test_frames_leave_dated_by_what_they_carry():
+    """A canceller 10 ms late and a suppressor 5 ms late: each frame comes out 15 ms earlier in date than the mic
+    frame it came out with (it carries sound from then), and the front end's slot says so to the listener."""
+    _, _, ref, source = echo_scene(feed=False)
+    late = SubtractingCanceller(RATE, delay_samples=160)
+    stage = EchoCancelledSource(source, late, ref, suppressor=DelayingSuppressor(RATE, 80))
+    assert stage.delay_s == pytest.approx(0.015)
+    mic = [retimed(AudioFrame(ramp(320, 320 * i), RATE, 0.0), i) for i in range(4)]
+    out = [stage.clean(f) for f in mic]
+    assert [f.timestamp_s for f in out] == pytest.approx([f.timestamp_s - 0.015 for f in mic])
+    heard = np.concatenate([samples(f.pcm) for f in out])
+    said = np.concatenate([samples(f.pcm) for f in mic])
+    assert np.array_equal(heard[240:], said[: len(said) - 240])  # the sound is 15 ms (240 samples) late, indeed
+    slot = FrontEndSource(source)
+    assert slot.delay_s == 0.0  # nothing installed: nothing late
+    slot.install(stage)
+    assert slot.delay_s == pytest.approx(0.015)
+    assert WakeWordSource(slot, FiresOnLoud(), lambda _at: None).delay_s == pytest.approx(0.015)  # seen through
+
+
+class DelayingSuppressor(PassThroughCanceller):
+    """Hands every sample on `delay_samples` late, as WebRTC's noise suppressor does (6 ms at 16 kHz)."""
+
+    def __init__(self, sample_rate_hz: int, delay_samples: int) -> None:
+        super().__init__(sample_rate_hz)
+        self.delay_samples = delay_samples
+        self._held = bytes(2 * delay_samples)
+
+    def process(self, capture: bytes, render: bytes) -> bytes:
+        self._held += capture
+        out, self._held = self._held[: len(capture)], self._held[len(capture):]
+        return out
+
+
 async def test_the_pass_through_changes_nothing_and_gates_nothing():
     _, _, ref, source = echo_scene()
     stage = EchoCancelledSource(source, PassThroughCanceller(RATE), ref)
@@ -267,6 +301,25 @@ def test_the_fakes_and_the_adapter_keep_the_port():
         assert isinstance(canceller, EchoCanceller)
         out = canceller.process(bytes(320), bytes(320))
         assert len(out) == 320 and canceller.describe()
+
+
+@pytest.mark.parametrize("flags", [dict(noise_suppression=False), dict(echo_cancellation=False,
+                                   high_pass_filter=False), dict(), dict(echo_cancellation=False, noise_suppression=False)],
+                         ids=["aec3", "noise-suppression", "both", "high-pass-only"])
+def test_the_webrtc_module_declares_the_delay_it_has(flags):
+    """Clicks through the very instance the runtime uses: each comes out exactly `delay_samples` later (AEC3 and
+    the suppressor delay their output; the high-pass filter alone does not)."""
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+
+    apm = WebRtcAudioProcessor(RATE, **flags)
+    clicks = np.zeros(RATE, np.int16)
+    clicks[RATE // 2 :: 1601] = 20000  # a click every ~100 ms in the second half (the filters settle in the first)
+    out = np.concatenate([samples(apm.process(clicks[i : i + 160].tobytes(), bytes(320)))
+                          for i in range(0, RATE, 160)]).astype(np.float64)
+    scores = [float(np.dot(out[RATE // 2 + lag : RATE - 800 + lag], clicks[RATE // 2 : RATE - 800].astype(float)))
+              for lag in range(800)]
+    assert int(np.argmax(scores)) == apm.delay_samples
+    assert (apm.delay_samples > 0) == (apm.cancels_echo or apm.suppresses_noise)
 
 
 def test_the_webrtc_canceller_refuses_a_frame_that_is_not_10_ms():

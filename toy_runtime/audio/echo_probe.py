@@ -28,6 +28,7 @@ class RecordingCanceller:
         self.sample_rate_hz = canceller.sample_rate_hz
         self.cancels_echo = canceller.cancels_echo
         self.suppresses_noise = canceller.suppresses_noise
+        self.delay_samples = canceller.delay_samples
         self.captures: list[bytes] = []
         self.renders: list[bytes] = []
         self.outputs: list[bytes] = []

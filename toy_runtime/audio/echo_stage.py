@@ -61,7 +61,8 @@ class EchoStats:
 class EchoCancelledSource(WrappedSource):
     """An AudioSource: `source`'s frames with the speaker's echo removed (and noise, if the canceller does it).
 
-    Frames keep their length and timestamps. start/stop/aclose and relaxed delivery pass through to `source`.
+    Frames keep their length; their timestamps move back by `delay_s`, the canceller's and suppressor's own delay
+    (what a frame carries was captured that much before the frame it came out with). start/stop/aclose and relaxed delivery pass through to `source`.
     """
 
     def __init__(self, source: AudioSource, canceller: EchoCanceller, reference: EchoReference, *,
@@ -109,6 +110,11 @@ class EchoCancelledSource(WrappedSource):
         self._now = float("-inf")  # the capture time of the last frame cleaned
         # the echo's delay behind the render, measured and held where the canceller learnt it (audio/echo_delay.py)
         self.delay_monitor = EchoDelayMonitor(self.sample_rate_hz) if hold_delay and canceller.cancels_echo else None
+        # What comes out is the algorithms' delay late (AEC3's blocks, the suppressor's overlap: 14 ms at 16 kHz).
+        # Frames leave dated by what they carry, so the end of speech is placed where the child stopped, and the
+        # listener knows that much of every silence passed before it could hear it (audio/listener.py).
+        delay = canceller.delay_samples + (suppressor.delay_samples if suppressor is not None else 0)
+        self.delay_s = delay / self.sample_rate_hz
         # a frame whose render the speaker has not reported yet waits for it, this long at most
         self.render_wait_s = 0.04
         self.render_waits = 0  # frames that waited
@@ -170,7 +176,7 @@ class EchoCancelledSource(WrappedSource):
         if disturbances != self._disturbances:
             self._disturbances = disturbances
             self._disturbed_until = frame.timestamp_s + self.disturbed_s
-        return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s,
+        return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s - self.delay_s,
                           bytes(for_asr) if for_asr is not None else None)
 
     def recently_disturbed(self) -> bool:

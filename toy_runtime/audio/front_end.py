@@ -19,6 +19,8 @@ __all__ = ["FrontEndSource"]
 class FrameProcessor(Protocol):
     """What goes into the slot: one captured frame in, the processed frame out (same length and time)."""
 
+    delay_s: float  # how long after the capture what it returns was heard: its algorithms' own delay
+
     def clean(self, frame: AudioFrame) -> AudioFrame: ...
 
     async def await_render(self, samples: int) -> None:
@@ -39,6 +41,11 @@ class FrontEndSource(WrappedSource):
     def install(self, processor: FrameProcessor) -> None:
         """Put the front end in: from the next frame on, every frame goes through it."""
         self.processor = processor
+
+    @property
+    def delay_s(self) -> float:
+        """How much later than it was spoken the installed front end hands a sound on (0 before it is in)."""
+        return self.processor.delay_s if self.processor is not None else 0.0
 
     def describe(self) -> str:
         """The installed front end's line, or that it is still loading."""

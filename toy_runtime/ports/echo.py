@@ -27,6 +27,10 @@ class EchoCanceller(Protocol):
     sample_rate_hz: int
     cancels_echo: bool  # False: a pass-through (what `describe()` reports as "off")
     suppresses_noise: bool
+    # How many samples later a sound comes out of process() than it went in: the algorithm's own latency (WebRTC's
+    # AEC3 works in 4 ms blocks, its noise suppressor overlaps its windows). The capture stage dates its frames by
+    # it, and the listener counts that much of every silence as already passed (audio/echo_stage.py).
+    delay_samples: int
 
     def process(self, capture: bytes, render: bytes) -> bytes:
         """One 10 ms capture frame and its 10 ms render frame in, the cleaned capture frame out (same length)."""
