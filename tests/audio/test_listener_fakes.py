@@ -368,30 +368,3 @@ async def test_the_recognizer_gets_the_frames_recognizer_copy_and_the_vad_the_ot
         await listener.aclose()
     assert [e.text for e in events if isinstance(e, Utterance)] == ["turn it up"]  # the VAD heard the tone
     assert asr.fed and set(np.frombuffer(bytes(asr.fed), np.int16)) == {7}  # the recognizer only the copy
-
-
-class LateFrontEnd(WrappedSource):
-    """A capture stage whose sound comes out 40 ms after it went in, and says so (`delay_s`), as the echo
-    canceller's front end does."""
-
-    delay_s = 0.04
-
-
-async def test_a_late_front_end_counts_as_silence_already_passed():
-    """Behind a stage 40 ms late, 200 ms of the child's silence is 160 ms of it heard: the turn ends two 20 ms
-    frames sooner, and the early final starts two frames sooner too (60 ms of 100 heard)."""
-    segments = (("silence", 500), ("speech", 600), ("silence", 800))
-    src = source(*segments)
-    asr = ScriptedASR(["turn it up"])
-    listener = Listener(LateFrontEnd(src), ScriptedVAD(), asr, CFG, early_final_ms=100)
-    try:
-        events = await collect(listener, src)
-    finally:
-        await listener.aclose()
-    [u] = [e for e in events if isinstance(e, Utterance)]
-    plain, _, _ = await run_listener(segments, ["turn it up"], early_final_ms=100)
-    [v] = [e for e in plain if isinstance(e, Utterance)]
-    assert u.text == v.text == "turn it up"
-    assert u.ended_at == pytest.approx(v.ended_at)  # the end of speech is where it was
-    assert u.endpoint_at == pytest.approx(v.endpoint_at - 0.04)  # the decision two frames sooner
-    assert asr.utterance_ms == pytest.approx([200 + 600 + 60])  # the early final: 60 ms of the silence heard

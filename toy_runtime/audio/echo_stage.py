@@ -2,8 +2,9 @@
 
 `EchoCancelledSource` wraps the microphone (an `AudioSource`) and is one itself, so the listener, the wake word
 and the VAD downstream hear the child without the toy's own voice. It runs on the event loop beside the VAD: two
-native calls of ~30 µs per 10 ms plus the levels (2.4–3.2 % of a core measured with noise suppression and the gate;
-it adds ~17 ms to the heard reply, docs/benchmarks.md "Ears": moving it off the loop is the next step).
+native calls of ~30 µs per 10 ms plus the levels (~0.2 ms per 20 ms frame; 2.4–3.2 % of a core measured with noise
+suppression and the gate). What it adds to the heard reply is mostly the two processors' own delay, 14 ms at 16 kHz,
+not the loop (docs/benchmarks.md "Ears", fifth round): frames leave dated by it.
 
 It also keeps the numbers that show it works: how many frames carried a reference, and the echo return loss
 enhancement (ERLE, input level over output level) over frames where only the toy was sounding.

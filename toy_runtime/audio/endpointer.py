@@ -20,10 +20,6 @@ Rules
   rule cannot tell from the noise) ends by the VAD alone, as does everything without levels.
 - `hold(ms)`: the wait for the open utterance's current silence, instead of `hangover_ms` (end-of-turn prediction:
   audio/turn_end.py; shorter on a finished sentence, longer on one that trails off). Speech resuming restores it.
-- `silence_credit_ms`: audio that reaches the endpointer this long after it was spoken (a capture front end's own
-  delay) ends a silence that much sooner: the waits count the child's silence, not the part heard so far. The
-  cost: the last `silence_credit_ms` of each wait are not heard before it ends (14 ms with AEC3 and noise
-  suppression, under one 20 ms frame).
 - `no_speech_timeout_ms` (optional): after a reset and after each end, if that much audio passes without speech
   opening, `NoSpeechTimeout` is emitted once (then the timer is disarmed until the next reset or end).
 """
@@ -159,7 +155,6 @@ class Endpointer(Generic[F]):
 
     def __init__(self, config: EndpointerConfig | None = None) -> None:
         self.config = config or EndpointerConfig()
-        self.silence_credit_ms = 0.0  # set by whoever knows the source's delay (the listener, from its source)
         self.reset()
 
     def reset(self) -> None:
@@ -313,7 +308,7 @@ class Endpointer(Generic[F]):
         if now - self._speech_start >= cfg.max_utterance_ms:
             events.append(SpeechEnded("max_length", self._speech_start, end, now))
             self._close()
-        elif now - end + self.silence_credit_ms >= self.hangover_now_ms:
+        elif now - end >= self.hangover_now_ms:
             # too short by the VAD's span, as before the end by level: the level end must not turn a short "no"
             # (whose VAD span includes the overhang) into a discarded click
             if self._last_speech_end - self._speech_start < cfg.min_utterance_ms:

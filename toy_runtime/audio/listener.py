@@ -250,8 +250,6 @@ class Listener:
                     yield early
                 is_speech = self._vad.is_speech(frame)
                 level = level_db(frame.pcm) if self._levels else None
-                # a front end hands sound on its own delay late: that much of a silence passed before it was heard
-                self._endpointer.silence_credit_ms = 1000.0 * getattr(self._source, "delay_s", 0.0)
                 for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
                     async for out in self._handle(ep_event, frame):
                         yield out
@@ -331,9 +329,7 @@ class Listener:
             self._utterance_pcm.append(pcm)  # kept for a replay; the finished recognizer needs no more tail
             return
         await self._feed(pcm)
-        silent_ms = (self._endpointer.position_ms - speech_end + self._endpointer.silence_credit_ms
-                     if speech_end is not None else 0.0)
-        if speech_end is not None and silent_ms >= self._early_final_ms:
+        if speech_end is not None and self._endpointer.position_ms - speech_end >= self._early_final_ms:
             # submitted straight to the worker, outside _pending: its text is the final, not a partial
             self._early = self._executor.submit(self._asr.finish)
             self._early_speech_end = speech_end
@@ -359,8 +355,7 @@ class Listener:
         wait = self._turn_end.wait_ms(text)
         self._endpointer.hold(wait)
         speech_end = self._endpointer.speech_end_ms
-        silent = (self._endpointer.position_ms - speech_end + self._endpointer.silence_credit_ms
-                  if speech_end is not None else 0.0)
+        silent = self._endpointer.position_ms - speech_end if speech_end is not None else 0.0
         return EarlyTranscript(text.strip(), self._turn_class, wait, silent)
 
     def _abandon(self) -> None:
