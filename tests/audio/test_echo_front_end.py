@@ -303,8 +303,8 @@ def test_the_fakes_and_the_adapter_keep_the_port():
         assert len(out) == 320 and canceller.describe()
 
 
-@pytest.mark.parametrize("flags", [dict(noise_suppression=False), dict(echo_cancellation=False,
-                                   high_pass_filter=False), dict(), dict(echo_cancellation=False, noise_suppression=False)],
+@pytest.mark.parametrize("flags", [dict(noise_suppression=False), dict(echo_cancellation=False, high_pass_filter=False),
+                                   dict(), dict(echo_cancellation=False, noise_suppression=False)],
                          ids=["aec3", "noise-suppression", "both", "high-pass-only"])
 def test_the_webrtc_module_declares_the_delay_it_has(flags):
     """Clicks through the very instance the runtime uses: each comes out exactly `delay_samples` later (AEC3 and

@@ -63,7 +63,8 @@ class EchoCancelledSource(WrappedSource):
     """An AudioSource: `source`'s frames with the speaker's echo removed (and noise, if the canceller does it).
 
     Frames keep their length; their timestamps move back by `delay_s`, the canceller's and suppressor's own delay
-    (what a frame carries was captured that much before the frame it came out with). start/stop/aclose and relaxed delivery pass through to `source`.
+    (what a frame carries was captured that much before the frame it came out with). start/stop/aclose and
+    relaxed delivery pass through to `source`.
     """
 
     def __init__(self, source: AudioSource, canceller: EchoCanceller, reference: EchoReference, *,
@@ -112,8 +113,8 @@ class EchoCancelledSource(WrappedSource):
         # the echo's delay behind the render, measured and held where the canceller learnt it (audio/echo_delay.py)
         self.delay_monitor = EchoDelayMonitor(self.sample_rate_hz) if hold_delay and canceller.cancels_echo else None
         # What comes out is the algorithms' delay late (AEC3's blocks, the suppressor's overlap: 14 ms at 16 kHz).
-        # Frames leave dated by what they carry, so the end of speech is placed where the child stopped, and the
-        # listener knows that much of every silence passed before it could hear it (audio/listener.py).
+        # Frames leave dated by what they carry, so the end of speech is placed where the child stopped and the
+        # logged latency includes the delay (docs/benchmarks.md, "Ears", fifth round).
         delay = canceller.delay_samples + (suppressor.delay_samples if suppressor is not None else 0)
         self.delay_s = delay / self.sample_rate_hz
         # a frame whose render the speaker has not reported yet waits for it, this long at most

@@ -17,7 +17,8 @@ __all__ = ["FrontEndSource"]
 
 
 class FrameProcessor(Protocol):
-    """What goes into the slot: one captured frame in, the processed frame out (same length and time)."""
+    """What goes into the slot: one captured frame in, the processed frame out (same length; dated `delay_s`
+    earlier, by what it carries)."""
 
     delay_s: float  # how long after the capture what it returns was heard: its algorithms' own delay
 

@@ -29,7 +29,7 @@ class EchoCanceller(Protocol):
     suppresses_noise: bool
     # How many samples later a sound comes out of process() than it went in: the algorithm's own latency (WebRTC's
     # AEC3 works in 4 ms blocks, its noise suppressor overlaps its windows). The capture stage dates its frames by
-    # it, and the listener counts that much of every silence as already passed (audio/echo_stage.py).
+    # it, so the end of speech and the logged latency are where the child was heard (audio/echo_stage.py).
     delay_samples: int
 
     def process(self, capture: bytes, render: bytes) -> bytes:
