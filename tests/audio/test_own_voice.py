@@ -83,6 +83,38 @@ async def test_right_after_a_jump_in_the_render_every_start_is_confirmed_against
     assert shaken.own_voice and shaken.window_s == 0.32  # a leak the canceller lets through while it re-learns
 
 
+def test_the_stage_learns_until_it_has_heard_the_toy_long_enough():
+    stage = _stage(leak=0.0)  # 1.2 s of the toy
+    assert stage.learning()
+    t = 10.0 + 0.02 * FRAMES
+    rng = np.random.default_rng(7)
+
+    def play(seconds: float, level: float) -> None:
+        nonlocal t
+        for _ in range(round(seconds / 0.02)):
+            pcm = rng.normal(0, level, 320).astype(np.int16).tobytes() if level else bytes(640)
+            stage.reference.played(pcm[:320], RATE, t)
+            stage.reference.played(pcm[320:], RATE, t + 0.01)
+            stage.clean(AudioFrame(pcm, RATE, t))
+            t += 0.02
+
+    play(3.0, 0)  # silence teaches it nothing, however long
+    assert stage.learning() and not stage.recently_disturbed()
+    play(stage.learn_s - 1.2 - 0.1, 3000)
+    assert stage.learning()
+    play(0.2, 3000)
+    assert not stage.learning()
+
+
+async def test_while_the_canceller_learns_nothing_interrupts():
+    learning = [True]
+    check = OwnVoiceCheck(Scores({0.16: 0.0, 0.32: 0.0}), learning=lambda: learning[0], confirm_after_s=0.01)
+    verdict = await check.judge()  # the clearest child there is
+    assert verdict.own_voice and verdict.learning
+    learning[0] = False
+    assert not (await check.judge()).own_voice
+
+
 def test_the_stage_says_when_the_render_jumped_and_for_how_long():
     stage = _stage(leak=0.0)
     assert stage.recently_disturbed()  # the first render: the canceller has not learnt the echo path yet
@@ -99,3 +131,30 @@ def test_the_stage_says_when_the_render_jumped_and_for_how_long():
     for k in range(1, int((stage.disturbed_s + 0.1) / 0.02) + 1):  # the capture goes on, frame after frame
         stage.clean(AudioFrame(b"\x00\x00" * 320, RATE, t + 0.02 * k))
     assert not stage.recently_disturbed()
+
+
+def test_runs_check_reads_the_canceller_that_is_in_the_slot_when_it_asks():
+    # `run` builds the voice loop before the canceller loads (after READY): a check bound to the canceller then
+    # had none, and `run` stopped its own answers whenever the canceller leaked
+    from toy_runtime.app.ears import build_ears, own_voice_check
+    from toy_runtime.config import load_settings
+
+    settings = load_settings(None, env={})
+    assert settings.ears.echo_cancellation  # the default
+    ears = build_ears(settings, ListSource(b""))
+    check = own_voice_check(ears)
+    assert check is not None and ears.echo is None
+    assert check.learning() and check.likeness(0.32) == 0.0  # nothing learnt yet
+    leaking = _stage(leak=0.1)
+    ears.front_end.install(leaking)
+    assert check.likeness(0.32) > 0.9 and check.disturbed() is leaking.recently_disturbed()
+    assert check.learning() and leaking.learning()  # 1.2 s of the toy so far
+    assert check.first() is None  # the leak is never taken for the child at once
+
+
+def test_without_echo_cancellation_there_is_no_check():
+    from toy_runtime.app.ears import build_ears, own_voice_check
+    from toy_runtime.config import load_settings
+
+    settings = load_settings(None, env={"TOY_EARS__ECHO_CANCELLATION": "false"})
+    assert own_voice_check(build_ears(settings, ListSource(b""))) is None

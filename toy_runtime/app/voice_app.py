@@ -66,8 +66,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
 
     marks = process_marks()
     marks.mark("settings")
-    from ..audio.own_voice import OwnVoiceCheck
-    from .ears import build_ears, load_canceller
+    from .ears import build_ears, load_canceller, own_voice_check
     from .engines import (build_microphone, build_recognizer, build_speaker, build_synthesizer, build_vad,
                           check_voice_files, endpointer_config, turn_end_policy)
     from .runtime import build_console, build_runtime
@@ -168,8 +167,7 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
                        barge_in=settings.barge_in, open_on_speech=not (push_to_talk or wake_word),
                        on_item=view.item if view else None, on_turn=view.turn if view else log_turn,
                        keep_output_open=ears.reference is not None,
-                       own_voice=(OwnVoiceCheck(ears.echo.echo_likeness, ears.echo.recently_disturbed)
-                                  if ears.echo is not None and ears.reference is not None else None))
+                       own_voice=own_voice_check(ears))
     mode = "push-to-talk" if push_to_talk else "always"
     failures: list[str] = []
 

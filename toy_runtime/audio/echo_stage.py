@@ -101,14 +101,18 @@ class EchoCancelledSource(WrappedSource):
         self._history_render: deque[bytes] = deque(maxlen=80)
         self._history_out: deque[bytes] = deque(maxlen=80)
         # A jump in the render's timeline (a speaker underrun's silence placed by its DAC time, a re-anchor, lost
-        # capture) moves the echo against its reference: AEC3 re-learns it in 1-2 s and leaks meanwhile; so does
-        # the very first render, before AEC3 has learnt the path at all (the first answer of `run` interrupted
-        # itself 2 times in 8 on a quiet rig, "It is…", stop 73 ms). On the busy
-        # rig every false barge-in left came within a second of one (docs/benchmarks.md, "Ears"): the own-voice
-        # check is stricter until `disturbed_s` after the last one.
+        # capture) moves the echo against its reference: AEC3 re-learns it in 1-2 s and leaks meanwhile. On the
+        # busy rig every false barge-in left came within a second of one (docs/benchmarks.md, "Ears"): the
+        # own-voice check is stricter until `disturbed_s` after the last one.
         self.disturbed_s = 2.5
         self._disturbances = 0
         self._disturbed_until = float("-inf")
+        # Until the canceller has heard the toy `learn_s` in all it has no echo path yet, and what leaks then
+        # does not look like the render: AEC3's suppressor and the noise suppressor reshape it (a leak in the first
+        # second of `run`'s first answer scored 0.11 over 320 ms, below children over the toy, up to 0.23). The
+        # own-voice check lets nothing interrupt until then (`learning()`): the first 2.5 s the toy ever says.
+        self.learn_s = 2.5
+        self._heard_s = 0.0  # audible render so far, in seconds
         self._now = float("-inf")  # the capture time of the last frame cleaned
         # the echo's delay behind the render, measured and held where the canceller learnt it (audio/echo_delay.py)
         self.delay_monitor = EchoDelayMonitor(self.sample_rate_hz) if hold_delay and canceller.cancels_echo else None
@@ -162,6 +166,8 @@ class EchoCancelledSource(WrappedSource):
             out_ms = _mean_square(np.frombuffer(cleaned, np.int16))
             ref_ms = _mean_square(np.frombuffer(render, np.int16))
             self._recent_render.append(ref_ms)
+            if ref_ms > _AUDIBLE_RENDER ** 2:
+                self._heard_s += FRAME_MS / 1000
             if self.canceller.cancels_echo and max(self._recent_render) > _AUDIBLE_RENDER ** 2:
                 if out_ms < self._floor or out_ms < self._drop * raw_ms:
                     cleaned = echo_free = bytes(len(cleaned))
@@ -184,6 +190,11 @@ class EchoCancelledSource(WrappedSource):
     def recently_disturbed(self) -> bool:
         """True within `disturbed_s` of a jump in the render's timeline: the canceller may be leaking the toy."""
         return self._now < self._disturbed_until
+
+    def learning(self) -> bool:
+        """True until the canceller has heard the toy `learn_s` in all: it has not learnt the echo path yet, and
+        nothing it lets through can be told from the toy's own voice."""
+        return self.canceller.cancels_echo and self._heard_s < self.learn_s
 
     def echo_likeness(self, window_s: float = 0.16, max_lag_s: float = 0.45) -> float:
         """How much the last `window_s` the listener heard looks like what the toy played up to `max_lag_s` before:

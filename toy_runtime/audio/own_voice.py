@@ -16,6 +16,10 @@ so 0.2. Leaks cluster right after a jump in the render's timeline (a speaker und
 one (audio/echo_stage.py) every start is confirmed, against a lower line — on the busy 100-answer rig run the
 three leaks that got through scored 0.17–0.31 over 320 ms, both within a second of the run's two underruns, while
 children over the toy scored at most 0.23 at any time.
+
+Before the canceller has learnt the echo path at all (`learning`: the first 2.5 s the toy ever says) no score tells
+a leak from a child: a leak in `run`'s first answer scored 0.11. Then nothing interrupts: a child who speaks over
+the first seconds of the toy's first answer after start-up is heard after it, not over it.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ __all__ = ["OwnVoiceCheck", "OwnVoiceVerdict"]
 
 @dataclass(frozen=True)
 class OwnVoiceVerdict:
-    """The check's answer: the toy's own voice or not, the score it was decided on, and over what window."""
+    """The check's answer: the toy's own voice or not, the score it was decided on, over what window, and
+    whether the canceller was thought to be leaking then (`wary`: the stricter line)."""
 
     own_voice: bool
     score: float
     window_s: float
+    wary: bool = False
+    learning: bool = False  # the canceller had not learnt the echo path yet: nothing interrupts
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class OwnVoiceCheck:
 
     likeness: Callable[[float], float]
     disturbed: Callable[[], bool] = lambda: False
+    learning: Callable[[], bool] = lambda: False
     first_window_s: float = 0.16
     clear_below: float = 0.2
     confirm_after_s: float = 0.16
@@ -62,11 +70,15 @@ class OwnVoiceCheck:
         canceller is known to leak, and the line is lower: a child who speaks then may have to say it again,
         which beats the toy interrupting itself."""
         score = self.likeness(self.confirm_window_s)
-        line = self.own_above_disturbed if self.disturbed() else self.own_above
-        return OwnVoiceVerdict(score > line, score, self.confirm_window_s)
+        wary = self.disturbed()
+        line = self.own_above_disturbed if wary else self.own_above
+        return OwnVoiceVerdict(score > line, score, self.confirm_window_s, wary)
 
     async def judge(self) -> OwnVoiceVerdict:
-        """The verdict for a speech start that happened just now (the listener keeps hearing while it waits)."""
+        """The verdict for a speech start that happened just now (the listener keeps hearing while it waits).
+        While the canceller is still `learning()` the echo path, the toy's own voice, whatever it scores."""
+        if self.learning():
+            return OwnVoiceVerdict(True, self.likeness(self.confirm_window_s), self.confirm_window_s, True, True)
         verdict = self.first()
         if verdict is not None:
             return verdict

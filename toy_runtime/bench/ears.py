@@ -208,7 +208,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         await sink.flush()  # what the voice loop does (session/voice_loop.py): the answer stops within one block
         stops.append((spoke_at, time.monotonic()))
 
-    own_voice = OwnVoiceCheck(stage.echo_likeness, stage.recently_disturbed)
+    own_voice = OwnVoiceCheck(stage.echo_likeness, stage.recently_disturbed, stage.learning)  # as `run` builds it
     judging: list[asyncio.Task] = []  # one speech start judged at a time, as the voice loop does
 
     async def judge(spoke_at: float) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, cast
 
 from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, SpeechStart, Utterance,
                               UtteranceDiscarded)
-from ..audio.own_voice import OwnVoiceCheck
+from ..audio.own_voice import OwnVoiceCheck, OwnVoiceVerdict
 from ..audit import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
 from ..metrics.voice_turn import VoiceTurnRecord
@@ -95,6 +95,7 @@ class VoiceLoop:
         # Whether the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
         # audio/own_voice.py): if so, a speech start during an answer is not a barge-in
         self.own_voice = own_voice
+        self._barge_verdict: OwnVoiceVerdict | None = None  # the own-voice verdict on the speech start that stopped the answer
         # Speculative answering: an early transcript whose wait is still long is sent to the model at once
         # (TurnRunner.speculate); the turn adopts the answer if the child said no more
         self.speculate = speculate
@@ -327,8 +328,12 @@ class VoiceLoop:
                     record.heard = [s.text for s in heard]
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
+                    verdict, self._barge_verdict = self._barge_verdict, None
+                    judged = ({} if verdict is None else  # what the own-voice check saw: the case for a wrong stop
+                              {"own_voice": round(verdict.score, 2), "window_ms": round(verdict.window_s * 1000),
+                               "wary": verdict.wary})
                     self.audit.record(AuditKind.VOICE_BARGE_IN, turn=self._turns, stop_ms=record.barge_in_stop_ms,
-                                      heard=record.heard)
+                                      heard=record.heard, **judged)
         except asyncio.CancelledError:
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
@@ -357,8 +362,10 @@ class VoiceLoop:
                 if verdict is not None and verdict.own_voice:
                     ignoring = True
                     self.audit.record(AuditKind.VOICE_BARGE_IN_IGNORED, turn=self._turns,
-                                      own_voice=round(verdict.score, 2), window_ms=round(verdict.window_s * 1000))
+                                      own_voice=round(verdict.score, 2), window_ms=round(verdict.window_s * 1000),
+                                      learning=verdict.learning)
                     continue
+                self._barge_verdict = verdict
                 return message  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, (Utterance, UtteranceDiscarded)) and ignoring:
                 ignoring = False  # the end of what the toy heard of itself
