@@ -137,3 +137,40 @@ async def stop_runtime(proc) -> None:
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+async def start_run(rig, state_dir, llm_url: str, log):
+    """`toy-runtime run` as a child process on the rig, answering through `llm_url`, its output into `log`."""
+    import sys
+
+    from toy_runtime.testing.services import child_env
+
+    env = child_env()
+    env.update(rig.runtime_env())
+    env.update({"TOY_STATE_DIR": str(state_dir), "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted-model",
+                "TOY_SESSION__IDLE_TIMEOUT_S": "30"})
+    with log.open("wb") as out:
+        return await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
+                                                    stdout=out, stderr=asyncio.subprocess.STDOUT)
+
+
+@contextlib.asynccontextmanager
+async def ear_on(rig):
+    """What the mic hears, recorded beside the runtime (the rig's monitor) onto a FrameTape while the block runs."""
+    import pytest
+
+    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
+
+    ear = SoundDeviceSource(rig.monitor, block_frames=1)
+    tape = FrameTape()
+    try:
+        await ear.start()
+    except Exception as exc:
+        pytest.fail(f"cannot record from monitor={rig.monitor!r} while the runtime holds the mic ({exc}); "
+                    "set monitor= to a shareable input (see tests/hil/README.md)")
+    recorder = asyncio.create_task(tape.record(ear), name="hil:ear")
+    try:
+        yield tape
+    finally:
+        await ear.aclose()
+        await asyncio.wait_for(recorder, 5)

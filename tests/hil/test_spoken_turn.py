@@ -4,15 +4,14 @@ speech, answers through the scripted LLM server, and the answer is heard back at
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.hil.probe import FrameTape, dbfs, frame_levels, stop_runtime
-from toy_runtime.testing.services import audit_records, child_env
+from tests.hil.probe import FrameTape, dbfs, ear_on, frame_levels, start_run, stop_runtime
+from toy_runtime.testing.services import audit_records
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.speech import espeak_pcm
 
@@ -36,8 +35,6 @@ async def wait_for_record(path: Path, kind: str, timeout: float, proc, log: Path
 
 
 async def test_spoken_turn_is_answered_audibly(rig, speak, tmp_path):
-    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
-
     def answer(request):
         asked.append(str(request["messages"][-1]["content"]))
         # not keyed on the transcript, so an ASR slip cannot change the script; every request gets the answer (a
@@ -48,37 +45,16 @@ async def test_spoken_turn_is_answered_audibly(rig, speak, tmp_path):
     question = speak(QUESTION)
     audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
     with ScriptedLLMServer(answer) as llm:
-        env = child_env()
-        env.update(rig.runtime_env())
-        env.update({
-            "TOY_STATE_DIR": str(tmp_path),
-            "TOY_LLM__BASE_URL": llm.url,
-            "TOY_LLM__MODEL": "scripted-model",
-            "TOY_SESSION__IDLE_TIMEOUT_S": "30",
-        })
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
-                                                        stdout=out, stderr=asyncio.subprocess.STDOUT)
-        ear = SoundDeviceSource(rig.monitor, block_frames=1)  # what the mic hears, recorded beside the runtime
-        tape = FrameTape()
-        recorder = None
+        proc = await start_run(rig, tmp_path, llm.url, log)
         try:
             await wait_for_record(audit, "runtime.ready", 60, proc, log)
-            try:
-                await ear.start()
-            except Exception as exc:
-                pytest.fail(f"cannot record from monitor={rig.monitor!r} while the runtime holds the mic ({exc}); "
-                            "set monitor= to a shareable input (see tests/hil/README.md)")
-            recorder = asyncio.create_task(tape.record(ear), name="hil:ear")
-            await asyncio.sleep(0.6)  # the room (or digital silence) before anyone speaks
-            await rig.say_to_mic(question.pcm, question.sample_rate_hz)
-            question_done = time.monotonic()
-            turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
-            await asyncio.sleep(0.3)  # the answer's last samples through the loop
+            async with ear_on(rig) as tape:
+                await asyncio.sleep(0.6)  # the room (or digital silence) before anyone speaks
+                await rig.say_to_mic(question.pcm, question.sample_rate_hz)
+                question_done = time.monotonic()
+                turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
+                await asyncio.sleep(0.3)  # the answer's last samples through the loop
         finally:
-            await ear.aclose()
-            if recorder is not None:
-                await asyncio.wait_for(recorder, 5)
             await stop_runtime(proc)
     assert proc.returncode == 0, log.read_text()[-3000:]
 
@@ -111,46 +87,31 @@ async def test_a_voice_over_the_first_answer_while_the_canceller_learns_does_not
     # like the toy (one scored 0.11, below real children), so nothing may interrupt (audio/own_voice.py). A voice
     # over the start of `run`'s first answer is judged — by the check `run` itself builds, over the canceller
     # that loads after READY — and let through to the end of the answer. Without the check wired, it stops it.
-    from toy_runtime.adapters.sounddevice_io import SoundDeviceSource
-
     question = speak(QUESTION)
     other = espeak_pcm("look at my dragon", "en-us+f3")  # under a second: over the learning only
     audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
     with ScriptedLLMServer(lambda request: Reply(text=ANSWER)) as llm:
-        env = child_env()
-        env.update(rig.runtime_env())
-        env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_LLM__BASE_URL": llm.url, "TOY_LLM__MODEL": "scripted-model",
-                    "TOY_SESSION__IDLE_TIMEOUT_S": "30"})
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
-                                                        stdout=out, stderr=asyncio.subprocess.STDOUT)
-        ear = SoundDeviceSource(rig.monitor, block_frames=1)
-        tape = FrameTape()
-        recorder = None
+        proc = await start_run(rig, tmp_path, llm.url, log)
         try:
             await wait_for_record(audit, "runtime.ready", 60, proc, log)
-            await ear.start()
-            recorder = asyncio.create_task(tape.record(ear), name="hil:ear")
-            await asyncio.sleep(0.6)
-            floor = dbfs(FrameTape.pcm(tape.frames[5:25]))
-            await rig.say_to_mic(question.pcm, question.sample_rate_hz)
-            question_done = time.monotonic()
-            # the answer starts: heard at the mic (the loopback), well above the room
-            deadline = question_done + 20
-            while time.monotonic() < deadline:
-                heard = frame_levels(FrameTape.pcm(tape.since(question_done + 0.2)))
-                if len(heard) and float(heard.max()) > floor + MIN_ANSWER_OVER_FLOOR_DB:
-                    break
-                await asyncio.sleep(0.02)
-            else:
-                raise AssertionError(f"the answer was never heard at the mic:\n{log.read_text()[-3000:]}")
-            await asyncio.sleep(0.2)
-            await rig.say_to_mic(other, 16000)
-            turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
+            async with ear_on(rig) as tape:
+                await asyncio.sleep(0.6)
+                floor = dbfs(FrameTape.pcm(tape.frames[5:25]))
+                await rig.say_to_mic(question.pcm, question.sample_rate_hz)
+                question_done = time.monotonic()
+                # the answer starts: heard at the mic (the loopback), well above the room
+                deadline = question_done + 20
+                while time.monotonic() < deadline:
+                    heard = frame_levels(FrameTape.pcm(tape.since(question_done + 0.2)))
+                    if len(heard) and float(heard.max()) > floor + MIN_ANSWER_OVER_FLOOR_DB:
+                        break
+                    await asyncio.sleep(0.02)
+                else:
+                    raise AssertionError(f"the answer was never heard at the mic:\n{log.read_text()[-3000:]}")
+                await asyncio.sleep(0.2)
+                await rig.say_to_mic(other, 16000)
+                turn = await wait_for_record(audit, "voice.turn", 40, proc, log)
         finally:
-            await ear.aclose()
-            if recorder is not None:
-                await asyncio.wait_for(recorder, 5)
             await stop_runtime(proc)
     assert proc.returncode == 0, log.read_text()[-3000:]
     judged = audit_records(audit, "voice.barge_in_ignored")

@@ -5,15 +5,14 @@ with, through the real VAD, Whisper and endpointer."""
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import numpy as np
 import pytest
 
-from tests.hil.probe import stop_runtime
+from tests.hil.probe import start_run, stop_runtime
 from tests.hil.test_spoken_turn import wait_for_record
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
-from toy_runtime.testing.services import audit_records, child_env
+from toy_runtime.testing.services import audit_records
 from toy_runtime.testing.speech import espeak_pcm
 
 pytestmark = pytest.mark.hil
@@ -32,13 +31,7 @@ async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp
 
     audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
     with ScriptedLLMServer(answer) as llm:
-        env = child_env()
-        env.update(rig.runtime_env())
-        env.update({"TOY_STATE_DIR": str(tmp_path), "TOY_LLM__BASE_URL": llm.url, "TOY_LLM__MODEL": "scripted-model",
-                    "TOY_SESSION__IDLE_TIMEOUT_S": "30"})
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
-                                                        stdout=out, stderr=asyncio.subprocess.STDOUT)
+        proc = await start_run(rig, tmp_path, llm.url, log)
         try:
             await wait_for_record(audit, "runtime.ready", 60, proc, log)
             await asyncio.sleep(0.6)
