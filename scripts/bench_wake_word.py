@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="hear everything through the runtime's noise suppression first, as `run` does")
     parser.add_argument("--snr", default="20,10", help="noise levels under the phrases, dB below their speech "
                         "(comma-separated; default 20,10)")
+    parser.add_argument("--no-pitch-view", dest="pitch_view", action="store_false",
+                        help="the model alone, without its lower-pitched view (audio/wake_views.py)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default="bench-out/wake_word.json", help="where to write the JSON results")
     args = parser.parse_args(argv)
@@ -248,14 +250,18 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_wake_word needs espeak-ng (apt install espeak-ng)", file=sys.stderr)
         return 2
 
-    from toy_runtime.adapters.micro_wakeword import MicroWakeWordDetector
+    from toy_runtime.app.ears import wake_detector
+    from toy_runtime.config import ConfigError, load_settings, with_updates
 
     phrasings = tuple(args.phrase or PHRASINGS.get(args.model, ()))
     if not phrasings:
         parser.error(f"--phrase: how is {args.model!r}'s phrase written?")
     try:
-        detector = MicroWakeWordDetector(args.model, probability_cutoff=args.cutoff)
-    except ValueError as exc:
+        # built as `run` builds it: the model at its cutoff, and its lower-pitched view unless --no-pitch-view
+        settings = with_updates(load_settings(None, env={}), ears={
+            "wake_word_model": args.model, "wake_word_cutoff": args.cutoff, "wake_word_pitch_view": args.pitch_view})
+        detector = wake_detector(settings)
+    except (ValueError, ConfigError) as exc:
         parser.error(str(exc))
     meter = Meter(args.front_end)
     started = time.perf_counter()
@@ -373,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             v["misses_clean"] += not t["woke"] and t["noise"] == "clean"
     result = {
         "model": args.model, "wake_word": detector.name, "cutoff": detector.probability_cutoff,
+        "pitch_views": list(getattr(detector, "factors", ())),
         "front_end": "WebRTC noise suppression" if args.front_end else "none",
         "phrasings": list(phrasings), "distinct_phrases": len(phrases),
         "voices": list(by_voice),

@@ -252,6 +252,9 @@ class EarsConfig(Section):
         "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")
     wake_word_cutoff: float | None = Field(None, gt=0, lt=1, description="detection threshold; None = the one "
                                             "measured here for a builtin model (okay_nabu 0.5), else the model's own")
+    wake_word_pitch_view: bool = Field(True, description="the wake word also listens to the audio played lower "
+                                       "(audio/wake_views.py): half the misses on high voices; only for a builtin "
+                                       "model with a measured view (okay_nabu: 1.15x at 0.8)")
     earcon: bool = Field(True, description="a short rising tone when the wake word is heard: the child knows "
                          "the toy is listening")
 

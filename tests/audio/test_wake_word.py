@@ -116,8 +116,27 @@ def micro_wakeword_contract(request) -> Contract:
                     late_s=0.5, early_s=0.1)
 
 
+def as_run_builds_it_contract(request) -> Contract:
+    """okay_nabu as `run` builds it (app/ears.py `wake_detector`): with its lower-pitched view (audio/wake_views.py)."""
+    from toy_runtime.app.ears import wake_detector
+    from toy_runtime.audio.wake_views import PitchViews
+    from toy_runtime.config import load_settings
+
+    contract = micro_wakeword_contract(request)
+    settings = load_settings(None, env={})
+
+    def make(scene: Scene) -> WakeWordDetector:
+        detector = wake_detector(settings)
+        assert isinstance(detector, PitchViews) and detector.factors == (1.15,)
+        return detector
+
+    contract.make = make
+    return contract
+
+
 DETECTORS = [pytest.param(fake_contract, id="fake"),
-             pytest.param(micro_wakeword_contract, id="micro_wakeword", marks=pytest.mark.models)]
+             pytest.param(micro_wakeword_contract, id="micro_wakeword", marks=pytest.mark.models),
+             pytest.param(as_run_builds_it_contract, id="pitch_views", marks=pytest.mark.models)]
 
 
 @pytest.fixture(params=DETECTORS)
@@ -218,6 +237,23 @@ def test_a_reset_detector_hears_exactly_as_a_new_one(phrases):
     detections(used, bytes(RATE) + phrases.speak_at("what is the weather today", RATE) + wake[: len(wake) // 2])
     used.reset()
     assert detections(used, scene) == detections(MicroWakeWordDetector(), scene) != []
+
+
+@pytest.mark.models
+def test_the_lower_view_hears_a_high_voice_the_model_alone_misses():
+    # espeak's high en-us+f2 saying "okay nabu" peaks just under okay_nabu's 0.5; played 1.15x lower the same model
+    # is sure of it (audio/wake_views.py). Deterministic: one text, one waveform, one model.
+    from toy_runtime.adapters.micro_wakeword import MicroWakeWordDetector
+    from toy_runtime.app.ears import wake_detector
+    from toy_runtime.config import load_settings
+
+    scene = Scene().silence(1.0).add(espeak("okay nabu", "en-us+f2"), wake=True).silence(2.0)
+    assert detections(MicroWakeWordDetector("okay_nabu"), bytes(scene.pcm)) == []
+    heard = detections(wake_detector(load_settings(None, env={})), bytes(scene.pcm))
+    end = scene.wakes[0][1]
+    assert len(heard) == 1 and end - 0.1 * RATE <= heard[0] <= end + 0.5 * RATE, (heard, end)
+    off = load_settings(None, env={"TOY_EARS__WAKE_WORD_PITCH_VIEW": "false"})
+    assert detections(wake_detector(off), bytes(scene.pcm)) == []  # the switch turns it off
 
 
 def test_a_model_that_is_not_there_is_one_clear_line(tmp_path):

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..config import Settings
 
-__all__ = ["Ears", "build_ears", "load_canceller", "own_voice_check"]
+__all__ = ["Ears", "build_ears", "load_canceller", "own_voice_check", "wake_detector"]
 
 
 @dataclass
@@ -30,7 +30,9 @@ class Ears:
         lines = [self.front_end.describe() if self.front_end is not None
                  else "echo cancellation: off, noise suppression: off"]
         if self.wake is not None:
-            lines.append(f"wake word: {self.wake.detector.name!r}")
+            views = getattr(self.wake.detector, "factors", ())
+            lines.append(f"wake word: {self.wake.detector.name!r}"
+                         + (f", also heard {', '.join(f'{f:g}x' for f in views)} lower" if views else ""))
         return lines
 
     @property
@@ -85,12 +87,27 @@ def build_ears(settings: Settings, mic: Any, *, on_wake: Callable[[float], None]
             ears.reference = EchoReference(settings.audio.sample_rate_hz)
         ears.front_end = ears.source = FrontEndSource(mic)
     if settings.session.trigger == "wake_word":
-        from ..adapters.micro_wakeword import MicroWakeWordDetector
         from ..audio.wake_stage import WakeWordSource
 
-        detector = MicroWakeWordDetector(e.wake_word_model, probability_cutoff=e.wake_word_cutoff)
-        ears.wake = ears.source = WakeWordSource(ears.source, detector, on_wake or (lambda _at: None))
+        ears.wake = ears.source = WakeWordSource(ears.source, wake_detector(settings), on_wake or (lambda _at: None))
     return ears
+
+
+def wake_detector(settings: Settings) -> Any:
+    """The wake-word detector `[ears]` asks for: the model at its cutoff, and for a builtin with a measured view
+    (`TUNED_VIEWS`) the same model listening to the audio played lower too (audio/wake_views.py). Loads the
+    models (blocking)."""
+    from ..adapters.micro_wakeword import TUNED_VIEWS, MicroWakeWordDetector
+
+    e = settings.ears
+    primary = MicroWakeWordDetector(e.wake_word_model, probability_cutoff=e.wake_word_cutoff)
+    views = TUNED_VIEWS.get(e.wake_word_model, ()) if e.wake_word_pitch_view else ()
+    if not views:
+        return primary
+    from ..audio.wake_views import PitchViews
+
+    return PitchViews(primary, [(factor, MicroWakeWordDetector(e.wake_word_model, probability_cutoff=cutoff))
+                                for factor, cutoff in views])
 
 
 def load_canceller(settings: Settings, ears: Ears) -> None:
