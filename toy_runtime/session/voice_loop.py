@@ -95,7 +95,8 @@ class VoiceLoop:
         # Whether the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
         # audio/own_voice.py): if so, a speech start during an answer is not a barge-in
         self.own_voice = own_voice
-        self._barge_verdict: OwnVoiceVerdict | None = None  # the own-voice verdict on the speech start that stopped the answer
+        # the own-voice verdict on the speech start that stopped the answer (for its audit record)
+        self._barge_verdict: OwnVoiceVerdict | None = None
         # Speculative answering: an early transcript whose wait is still long is sent to the model at once
         # (TurnRunner.speculate); the turn adopts the answer if the child said no more
         self.speculate = speculate
