@@ -71,6 +71,19 @@ def test_the_toys_own_voice_commands_come_through(whisper, speak16k):
         assert words(whisper.transcribe(speak16k(sentence)).text) == sentence
 
 
+def test_an_unsure_english_decode_is_looked_at_again_with_beams(whisper, tmp_path_factory, speak16k):
+    # greedy heard these as "Where do I end so when it rains?" and "Kanjoufik Chinese", and knew it was unsure
+    greedy_only = WhisperRecognizer(tmp_path_factory.mktemp("wc"), unsure_beam_size=1)
+    for sentence, voice in (("where do ants go when it rains", "en-us+f3"), ("can you speak chinese", "en-gb+m3")):
+        pcm = bytes(6400) + espeak_pcm(sentence, voice) + bytes(4800)
+        looks = whisper.second_looks
+        assert words(whisper.transcribe(pcm).text) == sentence and whisper.second_looks == looks + 1
+        assert words(greedy_only.transcribe(pcm).text) != sentence and greedy_only.second_looks == 0
+    looks = whisper.second_looks
+    assert words(whisper.transcribe(speak16k("turn the volume down")).text) == "turn the volume down"
+    assert whisper.second_looks == looks  # a sure decode is not done twice
+
+
 def test_mandarin_is_heard_in_simplified_characters(whisper, speak_zh):
     refs, hyps = [], []
     for sentence in CHINESE[:16]:

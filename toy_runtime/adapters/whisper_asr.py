@@ -130,7 +130,7 @@ class WhisperRecognizer:
                  lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
                  no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 1,
-                 switch_factor: float = 20.0) -> None:
+                 unsure_beam_size: int = 5, unsure_below: float = -0.5, switch_factor: float = 20.0) -> None:
         self._model, self._tokenizer = load_whisper_base(cache_dir, threads=threads, compute_type=compute_type)
         self._languages = (language,) if language else tuple(languages)
         self._pad_s = pad_s
@@ -144,6 +144,15 @@ class WhisperRecognizer:
         # held-out character errors 9.4 -> 8.8 % quiet, 18.8 -> 16.0 % in babble, but heard the shortest command,
         # "再见", as "再见晨" every time (greedy: "再见"), and goodbye stopped ending the session: greedy stays
         self._zh_beam_size = zh_beam_size
+        # An English decode the model itself is unsure of (greedy, mean log-probability per token under
+        # `unsure_below`) is decoded again with `unsure_beam_size` beams over the same encoder output: the encoder
+        # is most of the cost. On the held-out set (docs/benchmarks.md, "Hearing") 5 beams on every clip took the
+        # words wrong 27.9 -> 23.4 %; on the 37 % of clips under -0.5, 23.9 % ("Sing Reverse Dayson" -> "Sing me
+        # a birthday song."), each of those ~170 ms later; the toy's own voice in a quiet room 5 % of the time.
+        # Not Mandarin: beams there turned "再见" into "再见晨" (above).
+        self._unsure_beam_size = unsure_beam_size
+        self._unsure_below = unsure_below
+        self.second_looks = 0  # decodes done again with beams because the first was unsure
         self._switch_factor = switch_factor
         self._ids = {name: self._tokenizer.token_to_id(name) for name in (
             "<|startoftranscript|>", "<|transcribe|>", "<|notimestamps|>", "<|startofprev|>", "<|nospeech|>",
@@ -219,8 +228,17 @@ class WhisperRecognizer:
         prompt = self._prompt(language)
         max_length = len(prompt) + max(8, int(seconds * self._max_tokens_per_s) + 4)
         beam = self._zh_beam_size if language == "zh" else self._beam_size
-        result = self._model.generate(encoded, [prompt], beam_size=beam, max_length=min(max_length, 440),
-                                      return_no_speech_prob=True, suppress_blank=True, return_scores=False)[0]
+        second_look = language != "zh" and self._unsure_beam_size > beam
+
+        def generate(beam_size: int) -> Any:
+            return self._model.generate(encoded, [prompt], beam_size=beam_size, max_length=min(max_length, 440),
+                                        return_no_speech_prob=True, suppress_blank=True,
+                                        return_scores=second_look)[0]
+
+        result = generate(beam)
+        if second_look and result.scores and result.scores[0] < self._unsure_below:
+            result = generate(self._unsure_beam_size)
+            self.second_looks += 1
         ids = _cut_repeats([i for i in result.sequences_ids[0] if i < self._ids["<|endoftext|>"]])
         text = _cut_restart(self._tokenizer.decode(ids).strip())
         no_speech = float(result.no_speech_prob)
