@@ -95,8 +95,6 @@ class VoiceLoop:
         # Whether the speech that just started sounds like the toy itself (the echo canceller's double-talk check,
         # audio/own_voice.py): if so, a speech start during an answer is not a barge-in
         self.own_voice = own_voice
-        # the own-voice verdict on the speech start that stopped the answer (for its audit record)
-        self._barge_verdict: OwnVoiceVerdict | None = None
         # Speculative answering: an early transcript whose wait is still long is sent to the model at once
         # (TurnRunner.speculate); the turn adopts the answer if the child said no more
         self.speculate = speculate
@@ -316,7 +314,7 @@ class VoiceLoop:
                     self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
                     await speaker.cancel()
             else:
-                interrupted_by = await self._watch_for_barge_in(driver, pump)
+                interrupted_by, verdict = await self._watch_for_barge_in(driver, pump)
                 if interrupted_by is not None and not driver.done():
                     record.interrupted = True
                     driver.cancel()  # asked first, so no event starts while the audio stops
@@ -329,7 +327,6 @@ class VoiceLoop:
                     record.heard = [s.text for s in heard]
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
-                    verdict, self._barge_verdict = self._barge_verdict, None
                     judged = ({} if verdict is None else  # what the own-voice check saw: the case for a wrong stop
                               {"own_voice": round(verdict.score, 2), "window_ms": round(verdict.window_s * 1000),
                                "wary": verdict.wary})
@@ -346,9 +343,10 @@ class VoiceLoop:
             self._finish_record(record, speaker)
         return ("terminated" if record.terminated else "answered"), interrupted_by
 
-    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task) -> SpeechStart | Utterance | None:
-        """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it."""
-        pending_utterance: SpeechStart | Utterance | None = None
+    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task
+                                  ) -> tuple[SpeechStart | Utterance | None, OwnVoiceVerdict | None]:
+        """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it. Returns what
+        interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged."""
         ignoring = False  # a speech start that was the toy's own voice: its utterance is not the child's either
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
@@ -366,13 +364,12 @@ class VoiceLoop:
                                       own_voice=round(verdict.score, 2), window_ms=round(verdict.window_s * 1000),
                                       learning=verdict.learning)
                     continue
-                self._barge_verdict = verdict
-                return message  # the utterance that follows arrives next and becomes the next turn
+                return message, verdict  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, (Utterance, UtteranceDiscarded)) and ignoring:
                 ignoring = False  # the end of what the toy heard of itself
                 continue
             if isinstance(message, Utterance) and message.text.strip():
-                return message
+                return message, None
             if isinstance(message, (Stop, CloseSession, OpenSession)):
                 # control messages are not user speech: let the turn finish, then handle them
                 self._deferred.append(message)
@@ -380,7 +377,7 @@ class VoiceLoop:
             await driver
         except Exception as exc:
             self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
-        return pending_utterance
+        return None, None
 
     async def _drive(self, text: str, speaker: TurnSpeaker, record: VoiceTurnRecord, *,
                      since_speech_s: float = 0.0) -> None:
