@@ -11,6 +11,7 @@ import pytest
 
 from tests.hil.probe import start_run, stop_runtime
 from tests.hil.test_spoken_turn import wait_for_record
+from toy_runtime.audio.resample import leading_silence_samples
 from toy_runtime.testing.scripted_llm import Reply, ScriptedLLMServer
 from toy_runtime.testing.services import audit_records
 from toy_runtime.testing.speech import espeak_pcm
@@ -20,8 +21,17 @@ pytestmark = pytest.mark.hil
 PAUSE_MS = 900  # three times the fixed hangover: without the prediction the turn ends inside it
 
 
+def _audible(pcm: bytes) -> bytes:
+    """`pcm` from its first audible sample to its last: espeak ends "can you tell me" with ~300 ms of silence of its
+    own, which made the child's pause 1,200 ms — the longest wait, so whether the turn was cut was a coin toss."""
+    x = np.frombuffer(pcm, np.int16)
+    start = leading_silence_samples(x, sample_rate_hz=16000)
+    end = len(x) - leading_silence_samples(x[::-1], sample_rate_hz=16000)
+    return x[start:end].tobytes()
+
+
 async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp_path):
-    first, second = espeak_pcm("can you tell me"), espeak_pcm("why the sky is blue")
+    first, second = _audible(espeak_pcm("can you tell me")), _audible(espeak_pcm("why the sky is blue"))
     pause = np.zeros(16 * PAUSE_MS, np.int16).tobytes()
     asked: list[str] = []
 
