@@ -268,7 +268,10 @@ class AsrConfig(Section):
         "vosk = a model directory of your own")
     model_path: Path | None = Field(None, description="vosk model dir; whisper and pocketsphinx use their bundled "
                                     "models")
-    threads: int = Field(0, ge=0, le=16, description="whisper: CPU threads for decoding (0 = one per core)")
+    threads: int = Field(1, ge=0, le=16, description="whisper: CPU threads for decoding (0 = one per core). One: "
+                         "on this 2-core box a decode on one thread finished sooner than on two (p50 88 against "
+                         "110-131 ms, p90 134 against 312 ms, less CPU, the same text) and the heard answer came "
+                         "35 ms sooner (docs/benchmarks.md, 'Turn-taking'); the other core keeps the audio path")
     grammar: tuple[str, ...] | None = Field(None, description="optional phrase list (vosk)")
     early_final_ms: int = Field(40, ge=0, description="finish the recognizer after this much silence, during the "
                                 "hangover, so the transcript is ready when the turn ends (done again if speech "

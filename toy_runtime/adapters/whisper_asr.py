@@ -91,7 +91,7 @@ def _joined_model(cache_dir: Path) -> Path:
     return target
 
 
-def load_whisper_base(cache_dir: str | Path, *, threads: int = 0, compute_type: str = "int8") -> tuple[Any, Any]:
+def load_whisper_base(cache_dir: str | Path, *, threads: int = 1, compute_type: str = "int8") -> tuple[Any, Any]:
     """(ctranslate2 Whisper model, tokenizers Tokenizer), loaded once per process and shared (blocking: the first
     call joins the model into `cache_dir`, ~1 s; loading takes ~0.5 s)."""
     key = (compute_type, threads)
@@ -126,7 +126,7 @@ class WhisperRecognizer:
     sample_rate_hz = 16000
 
     def __init__(self, cache_dir: str | Path, *, languages: tuple[str, ...] = ("en", "zh"), language: str | None = None,
-                 threads: int = 0, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
+                 threads: int = 1, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
                  lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
                  no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 1,
