@@ -78,7 +78,8 @@ class OwnVoiceCheck:
         """The verdict for a speech start that happened just now (the listener keeps hearing while it waits).
         While the canceller is still `learning()` the echo path, the toy's own voice, whatever it scores."""
         if self.learning():
-            return OwnVoiceVerdict(True, self.likeness(self.confirm_window_s), self.confirm_window_s, True, True)
+            return OwnVoiceVerdict(own_voice=True, score=self.likeness(self.confirm_window_s),
+                                   window_s=self.confirm_window_s, wary=True, learning=True)
         verdict = self.first()
         if verdict is not None:
             return verdict
