@@ -7,7 +7,9 @@ A virtual toy is the protocol part of a toy without audio: it logs in with its o
 publishes `online` and its retained `state` once subscribed to its `command` topic, and answers each command with a
 `command/result` (deduplicated by `command_id`: a QoS 1 redelivery is answered again but counted once). It reconnects
 with the bridge's own full-jitter backoff (backoff.py). The commander (the `fleet` account) sends commands at a rate
-to random toys and matches results by `command_id`: latency p50/p99, lost, duplicated.
+to random toys and matches results by `command_id`: latency p50/p99, lost, duplicated. Real toys (`real_toys`: device
+ids of real runtimes on the same broker, not simulated here) are commanded beside them at their own rate and counted
+apart, so a run shows what a real runtime answers inside a loaded fleet.
 
     python -m firmware_bridge.fleet_sim --url mqtt://127.0.0.1:1883 --toys 100 --rate 10 --duration 30
     toy-runtime bench fleet ...    # the same with its own mosquitto, broker restarts and broker CPU/RSS
@@ -107,7 +109,8 @@ class FleetSim:
     def __init__(self, host: str, port: int, toys: int, *, password_prefix: str = "pw-", prefix: str = "sim",
                  commander_user: str = "fleet", commander_password: str | None = None, keepalive_s: int = 60,
                  backoff_base_s: float = 0.5, backoff_cap_s: float = 30.0, protocol: str = "5",
-                 seed: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 seed: int | None = None, real_toys: tuple[str, ...] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
         import paho.mqtt.client as mqtt
 
         self._mqtt = mqtt
@@ -117,8 +120,13 @@ class FleetSim:
         self.random = random.Random(seed)
         self.selector = selectors.DefaultSelector()
         self.stats = FleetStats()
+        self.real_stats = FleetStats()  # commands to real runtimes (`real_toys`), counted apart
         self.pending: dict[str, float] = {}  # command id → monotonic send time
-        self.done: set[str] = set()
+        self.real_pending: dict[str, float] = {}
+        self.done: dict[str, FleetStats] = {}  # answered command id → the stats it was counted in
+        self.real_toys = tuple(real_toys)
+        self.real_online: dict[str, bool] = {name: False for name in self.real_toys}
+        self.real_online_at: dict[str, float] = {}  # monotonic time the commander last saw each real toy `online`
         self.protocol = mqtt.MQTTv5 if protocol == "5" else mqtt.MQTTv311
         self.toys = [self._make(VirtualToy, f"{prefix}-{i:05d}", f"{password_prefix}{prefix}-{i:05d}",
                                 backoff_base_s, backoff_cap_s) for i in range(toys)]
@@ -186,7 +194,7 @@ class FleetSim:
             self.stats.connects.append(self.clock())
             client.subscribe(f"toy/{endpoint.name}/command", qos=1)
         else:
-            client.subscribe("toy/+/command/result", qos=1)
+            client.subscribe([("toy/+/command/result", 1), *((f"toy/{name}/online", 1) for name in self.real_toys)])
 
     def _on_subscribe(self, client: Any, endpoint: Endpoint, mid: int, reasons: list[Any], properties: Any) -> None:
         endpoint.subscribed = not any(getattr(r, "is_failure", False) for r in reasons)
@@ -215,6 +223,11 @@ class FleetSim:
     def _on_message(self, client: Any, endpoint: Endpoint, message: Any) -> None:
         if isinstance(endpoint, VirtualToy):
             self._toy_command(endpoint, message.payload)
+        elif message.topic.endswith("/online"):
+            name = message.topic.split("/")[1]
+            self.real_online[name] = message.payload == p.ONLINE.encode()
+            if self.real_online[name]:
+                self.real_online_at[name] = self.clock()
         else:
             self._result(message.payload)
 
@@ -239,13 +252,15 @@ class FleetSim:
             result = p.parse_command_result(payload)
         except p.ProtocolError:
             return
-        sent = self.pending.pop(result.command_id, None)
-        if sent is not None:
-            self.stats.results += 1
-            self.stats.latencies_ms.append((self.clock() - sent) * 1000)
-            self.done.add(result.command_id)
-        elif result.command_id in self.done:
-            self.stats.duplicated += 1
+        for pending, stats in ((self.pending, self.stats), (self.real_pending, self.real_stats)):
+            sent = pending.pop(result.command_id, None)
+            if sent is not None:
+                stats.results += 1
+                stats.latencies_ms.append((self.clock() - sent) * 1000)
+                self.done[result.command_id] = stats
+                return
+        if result.command_id in self.done:
+            self.done[result.command_id].duplicated += 1
 
     # --- the loop ---------------------------------------------------------------------------------------------------
 
@@ -316,10 +331,13 @@ class FleetSim:
 
     # --- the commander ----------------------------------------------------------------------------------------------
 
-    def send_command(self, toy: VirtualToy | None = None, *, name: str = "device.volume.adjust",
+    def send_command(self, toy: VirtualToy | str | None = None, *, name: str = "device.volume.adjust",
                      arguments: dict[str, Any] | None = None, expiry_s: int | None = None) -> str:
-        """Publish one command to `toy` (a random one when None); returns its id."""
+        """Publish one command to `toy` (a random virtual toy when None; a `real_toys` name for a real runtime);
+        returns its id."""
         toy = toy or self.random.choice(self.toys)
+        real = isinstance(toy, str)
+        target = toy if isinstance(toy, str) else toy.name
         command_id = uuid.uuid4().hex[:16]
         command = p.Command(command_id=command_id, name=name, actor="fleet", ts=round(time.time(), 3),
                             arguments=arguments if arguments is not None else {"mode": "relative", "delta": 1})
@@ -330,29 +348,45 @@ class FleetSim:
 
             properties = Properties(PacketTypes.PUBLISH)
             properties.MessageExpiryInterval = expiry_s
-        self.pending[command_id] = self.clock()
-        self.stats.sent += 1
-        self.commander.client.publish(f"toy/{toy.name}/command", p.encode(command), qos=1, properties=properties)
+        (self.real_pending if real else self.pending)[command_id] = self.clock()
+        (self.real_stats if real else self.stats).sent += 1
+        self.commander.client.publish(f"toy/{target}/command", p.encode(command), qos=1, properties=properties)
         return command_id
 
-    def command_at_rate(self, rate_per_s: float, seconds: float, drain_s: float = 10.0) -> dict[str, Any]:
-        """Send `rate_per_s` commands a second to random toys for `seconds`, then wait up to `drain_s` for the
-        last results; the summary counts what never came back as lost."""
+    def command_at_rate(self, rate_per_s: float, seconds: float, drain_s: float = 10.0,
+                        real_rate_per_s: float = 1.0) -> dict[str, Any]:
+        """Send `rate_per_s` commands a second to random virtual toys for `seconds` (and `real_rate_per_s` to each
+        real toy), then wait up to `drain_s` for the last results; what never came back counts as lost. The real
+        toys' figures are under "real"."""
         started = self.clock()
         interval = 1.0 / rate_per_s
         next_send = started
+        real_interval = 1.0 / real_rate_per_s if self.real_toys and real_rate_per_s > 0 else None
+        next_real = started
 
         def send_due() -> None:
-            nonlocal next_send
+            nonlocal next_send, next_real
             now = self.clock()
             while next_send <= now and now - started < seconds:
                 self.send_command()
                 next_send += interval
+            while real_interval is not None and next_real <= now and now - started < seconds:
+                for name in self.real_toys:
+                    self.send_command(name)
+                next_real += real_interval
 
         self.run_for(seconds, on_step=send_due)
-        self.run_until(lambda: not self.pending, drain_s)
+        self.run_until(lambda: not self.pending and not self.real_pending, drain_s)
         self.run_for(0.5)  # late duplicates
-        return self.stats.summary(len(self.pending))
+        summary = self.stats.summary(len(self.pending))
+        if self.real_toys:
+            summary["real"] = {"toys": len(self.real_toys), "rate_per_s_each": real_rate_per_s,
+                               **self.real_stats.summary(len(self.real_pending))}
+        return summary
+
+    def wait_real_online(self, timeout_s: float = 60.0) -> bool:
+        """Step until every real toy has said `online` (its runtime is subscribed to its commands)."""
+        return self.run_until(lambda: all(self.real_online.values()), timeout_s)
 
     def set_states(self, timeout_s: float = 60.0) -> dict[str, str]:
         """Give every toy a random state through a `state.set` command; returns the expected state per toy."""

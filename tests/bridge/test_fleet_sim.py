@@ -1,5 +1,6 @@
 """fleet-sim on a real mosquitto with per-toy accounts and the fleet ACL: commands at a rate come back, none lost or
-duplicated; a broker crash brings every toy back subscribed with its retained state; a redelivered command runs once.
+duplicated; a broker crash brings every toy back subscribed with its retained state; a redelivered command runs once;
+a real runtime beside the virtual toys answers its commands and comes back too.
 The full-size figures (1,000-5,000 toys) are in docs/benchmarks.md (`toy-runtime bench fleet`)."""
 
 from __future__ import annotations
@@ -56,3 +57,25 @@ def test_a_virtual_toy_runs_a_redelivered_command_once(fleet_broker):
     assert toy.state == "speaking" and toy.redelivered == 1  # answered again, not run again
     assert sim.stats.results == 1 and sim.stats.duplicated == 1
     assert sim.toys[1].answered == set()  # nobody else got it
+
+
+def test_a_real_runtime_beside_the_virtual_toys_answers_every_command_and_comes_back_after_a_crash():
+    try:
+        broker = start_fleet_broker(10, runtimes=1)
+    except (BrokerError, OSError) as exc:
+        from toy_runtime.testing.services import service_unavailable
+
+        service_unavailable("mosquitto", exc)
+        raise
+    try:
+        summary = run_fleet(10, rate=10, duration=2.0, restart=True, down_s=0.5, seed=4, broker=broker, runtimes=1)
+    finally:
+        broker.close()
+    real = summary["commands"]["real"]
+    assert real["toys"] == 1 and real["sent"] >= 1 and real["results"] == real["sent"]  # one a second to it
+    assert real["lost"] == 0 and real["duplicated"] == 0 and real["p50_ms"] is not None
+    commands = summary["commands"]
+    assert commands["sent"] >= 10 and commands["results"] == commands["sent"]  # the virtual ones, counted apart
+    assert summary["restart"]["runtimes_back"] is True
+    assert summary["runtimes"]["exit_codes"] == [0]  # ended by end of input, as a user ends `chat`
+    assert summary["runtimes"]["rss_mib_each"][0] > 20
