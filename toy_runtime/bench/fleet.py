@@ -96,7 +96,9 @@ def start_fleet_broker(toys: int, prefix: str = "sim", runtimes: int = 0) -> Any
 def start_runtime(broker: Any, device_id: str, state_dir: Path) -> subprocess.Popen[str]:
     """One real `toy-runtime chat` (offline defaults, no audio) on the fleet broker as `device_id` with its own
     account and state dir (its log: `<state_dir>.log`); it runs until its standard input closes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOY_", "OPENAI_"))}
+    from ..testing.services import child_env
+
+    env = child_env()
     env.update(TOY_MQTT__USERNAME=device_id, TOY_MQTT__PASSWORD=f"pw-{device_id}", TOY_STATE_DIR=str(state_dir))
     with open(state_dir.with_suffix(".log"), "w") as log_file:  # a file, not a pipe nobody reads while it runs
         return subprocess.Popen([sys.executable, "-m", "toy_runtime", "chat", "--json", "--mqtt-url", broker.url,
@@ -183,7 +185,8 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
         codes = stop_runtimes(processes)
         if processes:
             summary.setdefault("runtimes", {"count": runtimes})["exit_codes"] = codes
-        shutil.rmtree(state_root, ignore_errors=True)
+        if all(code == 0 for code in codes):  # otherwise the runtimes' logs stay for whoever reads the error
+            shutil.rmtree(state_root, ignore_errors=True)
         if own_broker:
             broker.close()
     return summary
@@ -232,6 +235,9 @@ def _run_cli(args: argparse.Namespace) -> int:
     except BrokerError as exc:
         print(f"bench fleet: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # real runtimes that did not come online, state commands unanswered
+        print(f"bench fleet: {exc}", file=sys.stderr)
+        return 1
     text = json.dumps(summary, indent=2)
     print(text)
     if args.json:
