@@ -10,7 +10,7 @@ import time
 
 
 from toy_runtime.app.runtime import build_runtime
-from toy_runtime.audio.listener import SpeechStart, Utterance
+from toy_runtime.audio.listener import EarlyTranscript, SpeechStart, Utterance
 from toy_runtime.audio.own_voice import OwnVoiceCheck
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.audit import MemoryAudit
@@ -202,6 +202,34 @@ async def test_speech_that_sounds_like_the_toy_itself_does_not_interrupt_it(tmp_
     assert not record.interrupted and not rig.audit.of("voice.barge_in")
     assert rig.audit.of("voice.barge_in_ignored")[0]["own_voice"] == 0.9
     assert [r.text for r in rig.loop.records] == ["tell me a story"]  # the leaked words were no turn
+
+
+@pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane
+async def test_the_toys_own_voice_heard_out_after_the_answer_ended_is_no_turn(tmp_path):
+    """The echo of an answer's last words ends after the answer does: a speech start judged the toy's own voice
+    near the end, whose transcript and utterance arrive once the answer is over, is still not the child (a
+    clean-clone CI run answered "I could think the point outside", the echo of "…play outside"). The child's next
+    words are heard as before."""
+    script = [Reply(text="A fox."), Reply(text="The fox ran home.")]
+    with ScriptedLLMServer(script) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=OwnVoiceCheck(lambda window_s: 0.9))
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("tell me a story"))
+        await until(lambda: rig.loop.state is SessionState.SPEAKING)
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await until(lambda: len(rig.loop.records) >= 1)  # the answer ended; the toy's echo is still being heard
+        await rig.mic.put(EarlyTranscript(text="a box", turn_class="complete", wait_ms=600.0, silent_ms=100.0))
+        await rig.mic.put(utterance("a box"))
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await rig.mic.put(utterance("and then"))
+        await until(lambda: len(rig.loop.records) >= 2)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    assert [r.text for r in rig.loop.records] == ["tell me a story", "and then"]
+    assert [str(r["messages"][-1]["content"]) for r in llm.requests] == ["tell me a story", "and then"]
+    assert [r["text"] for r in rig.audit.of("voice.own_voice_dropped")] == ["a box"]
+    assert not rig.audit.of("voice.barge_in")
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

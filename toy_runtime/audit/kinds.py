@@ -83,6 +83,8 @@ class AuditKind(StrEnum):
     VOICE_BARGE_IN = "voice.barge_in", "the child spoke over the toy and the reply was cut"
     VOICE_BARGE_IN_IGNORED = "voice.barge_in_ignored", ("speech during an answer that sounded like the toy's own "
                                                         "voice leaking past the echo canceller: not a barge-in")
+    VOICE_OWN_VOICE_DROPPED = "voice.own_voice_dropped", ("what the listener heard of speech judged the toy's own "
+                                                          "voice: not taken for the child's words")
     VOICE_WAKE_WORD = "voice.wake_word", "the wake word was heard: which, and how long after the phrase ended"
     VOICE_INBOX_FULL = "voice.inbox_full", "the voice loop's inbox was full and a message was dropped"
     VOICE_SOURCE_FAILED = "voice.source_failed", "the audio source feeding the voice loop failed"

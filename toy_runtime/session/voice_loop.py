@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
-from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, SpeechStart, Utterance,
-                              UtteranceDiscarded)
+from ..audio.listener import (EarlyTranscript, ListenerEvent, ListeningTimeout, PartialTranscript, SpeechStart,
+                              Utterance, UtteranceDiscarded)
 from ..audio.own_voice import OwnVoiceCheck, OwnVoiceVerdict
 from ..audit import AuditKind, AuditSink
 from ..host.envelope import HostEvent, message_event
@@ -116,6 +116,11 @@ class VoiceLoop:
         self.source_ended = asyncio.Event()
         self._turns = 0
         self._deferred: list[Inbox] = []  # control messages that arrived during a barge-in watch
+        # A speech start judged the toy's own voice: what the listener makes of that speech (an early transcript, the
+        # utterance) is not the child's either, even when it arrives after the answer has ended — the echo of the
+        # answer's last words ends after the answer does. A clean-clone CI run answered "I could think the point
+        # outside" (the echo of "…play outside") as the child's next turn when this lived only while the answer did.
+        self._own_voice_open = False
 
     # -- inputs ---------------------------------------------------------------------------------------
 
@@ -175,7 +180,31 @@ class VoiceLoop:
             self._set_state(SessionState.CLOSED)
 
     async def _next(self, timeout: float | None, pump: asyncio.Task) -> Inbox | None:
-        """The next inbox message; None when the source ended (and nothing is left) or the timeout passed."""
+        """The next inbox message but the toy's own voice (`_own_voice_open`); None when the source ended (and nothing
+        is left) or the timeout passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            message = await self._next_message(left, pump)
+            if message is None or not self._own_voice(message):
+                return message
+
+    def _own_voice(self, message: Inbox) -> bool:
+        """Whether `message` is the listener's account of speech judged the toy's own voice (and closes it when it
+        is that speech's end)."""
+        if not self._own_voice_open:
+            return False
+        if isinstance(message, SpeechStart):
+            self._own_voice_open = False  # a new speech: the ignored one ended unreported (never the listener's way)
+            return False
+        if isinstance(message, (Utterance, UtteranceDiscarded)):
+            self._own_voice_open = False
+            if isinstance(message, Utterance) and message.text.strip():
+                self.audit.record(AuditKind.VOICE_OWN_VOICE_DROPPED, turn=self._turns, text=message.text[:200])
+            return True
+        return isinstance(message, (EarlyTranscript, PartialTranscript))
+
+    async def _next_message(self, timeout: float | None, pump: asyncio.Task) -> Inbox | None:
         if self._deferred:
             return self._deferred.pop(0)
         if not self.inbox.empty():
@@ -192,7 +221,7 @@ class VoiceLoop:
             return getter.result()
         if pump in done and self.inbox.empty():
             return None
-        return None if not done else await self._next(timeout, pump)
+        return None if not done else await self._next_message(timeout, pump)
 
     async def _open_output(self) -> None:
         if not self.sink_open:
@@ -347,7 +376,6 @@ class VoiceLoop:
                                   ) -> tuple[SpeechStart | Utterance | None, OwnVoiceVerdict | None]:
         """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it. Returns what
         interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged."""
-        ignoring = False  # a speech start that was the toy's own voice: its utterance is not the child's either
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
             done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -356,18 +384,17 @@ class VoiceLoop:
                 await asyncio.gather(getter, return_exceptions=True)
                 break
             message = getter.result()
+            if self._own_voice(message):
+                continue  # the end of what the toy heard of itself, or words of it
             if isinstance(message, SpeechStart) and self.state is SessionState.SPEAKING:
                 verdict = await self.own_voice.judge() if self.own_voice is not None else None
                 if verdict is not None and verdict.own_voice:
-                    ignoring = True
+                    self._own_voice_open = True
                     self.audit.record(AuditKind.VOICE_BARGE_IN_IGNORED, turn=self._turns,
                                       own_voice=round(verdict.score, 2), window_ms=round(verdict.window_s * 1000),
                                       learning=verdict.learning)
                     continue
                 return message, verdict  # the utterance that follows arrives next and becomes the next turn
-            if isinstance(message, (Utterance, UtteranceDiscarded)) and ignoring:
-                ignoring = False  # the end of what the toy heard of itself
-                continue
             if isinstance(message, Utterance) and message.text.strip():
                 return message, None
             if isinstance(message, (Stop, CloseSession, OpenSession)):
