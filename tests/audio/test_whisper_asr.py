@@ -96,6 +96,20 @@ def test_mandarin_is_heard_in_simplified_characters(whisper, speak_zh):
     assert "音量" in volume and ("30" in volume or "三十" in volume), volume
 
 
+def test_mandarin_beams_do_not_lengthen_the_shortest_command(whisper, speak_zh, tmp_path_factory):
+    """Mandarin is decoded with beams ranked by their summed log-probability: ranked per token (CTranslate2's
+    default), a longer hypothesis wins on a likely last token and "再见" came out "再见晨", so goodbye stopped ending
+    the session. Heard at four alignments, as `bench hearing` hears its set."""
+    from toy_runtime.bench.hearing import SHIFTS, in_room
+
+    goodbye = speak_zh("再见")
+    per_token = WhisperRecognizer(tmp_path_factory.mktemp("wz"), zh_beam_size=5, zh_length_penalty=1.0)
+    heard = [whisper.transcribe(in_room(goodbye, None, shift=shift)).text for shift in SHIFTS]
+    assert all(hanzi(text) == "再见" for text in heard), heard
+    lengthened = [per_token.transcribe(in_room(goodbye, None, shift=shift)).text for shift in SHIFTS]
+    assert any(hanzi(text) != "再见" for text in lengthened), lengthened  # what the summed ranking prevents
+
+
 def test_silence_and_noise_give_no_words(whisper):
     import numpy as np
 

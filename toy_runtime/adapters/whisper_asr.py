@@ -9,8 +9,9 @@ docs/benchmarks.md, "Hearing Chinese and English"):
 - the encoder's window is the audio plus `pad_s` of silence, at least `min_window_s`, not Whisper's fixed 30 s
   (its cost grows with the window; trained on 30 s, it still transcribes a short window right when a little
   silence follows the speech; a single word in a window under ~4 s often gained a character: "再见者");
-- greedy decoding with a cap of `max_tokens_per_s` tokens per second of audio and a guard that cuts a repeating
-  tail (a short window otherwise loops: "Why is the sky blue? Why is the sky blue? ...");
+- greedy decoding for English (beams again only when the model is unsure of it), three beams for Mandarin, with a
+  cap of `max_tokens_per_s` tokens per second of audio and a guard that cuts a repeating tail (a short window
+  otherwise loops: "Why is the sky blue? Why is the sky blue? ...");
 - the language is detected between `languages` only (en/zh): the first unless another is `switch_factor` times
   more likely (English in espeak-ng voices scored up to 7x more Mandarin than English; Mandarin scored at least
   145x more Mandarin: measured over the benchmark's sentences), and Mandarin gets a simplified-Chinese prompt
@@ -129,8 +130,9 @@ class WhisperRecognizer:
                  threads: int = 1, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
                  lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
-                 no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 1,
-                 unsure_beam_size: int = 5, unsure_below: float = -0.5, switch_factor: float = 20.0) -> None:
+                 no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 3,
+                 zh_length_penalty: float = 0.0, unsure_beam_size: int = 5, unsure_below: float = -0.5,
+                 switch_factor: float = 20.0) -> None:
         self._model, self._tokenizer = load_whisper_base(cache_dir, threads=threads, compute_type=compute_type)
         self._languages = (language,) if language else tuple(languages)
         self._pad_s = pad_s
@@ -140,16 +142,21 @@ class WhisperRecognizer:
         self._partial_every = int(self.sample_rate_hz * partial_interval_ms / 1000) * 2 if partial_interval_ms else 0
         self._no_speech_threshold = no_speech_threshold
         self._beam_size = beam_size
-        # Mandarin may be decoded with a beam of its own. Measured (docs/benchmarks.md, "Hearing"): 5 beams took the
-        # held-out character errors 9.4 -> 8.8 % quiet, 18.8 -> 16.0 % in babble, but heard the shortest command,
-        # "再见", as "再见晨" every time (greedy: "再见"), and goodbye stopped ending the session: greedy stays
+        # Mandarin is decoded with beams of its own, their hypotheses ranked by their summed log-probability
+        # (`zh_length_penalty` 0), not per token as CTranslate2 does by default (1). Per token, a longer hypothesis
+        # wins on a likely last token: 5 beams heard the shortest command, "再见", as "再见晨" every time and goodbye
+        # stopped ending the session. Summed, the held-out set over four alignments (docs/benchmarks.md, "Hearing"):
+        # greedy -> 3 beams 11.3 -> 8.9 % of the characters wrong quiet, 14.6 -> 11.5 % beside a fan, 20.2 -> 17.2 %
+        # in babble, and "再见" is "再见" again; 5 beams were no better than 3, and beams only on unsure decodes
+        # (English's second look) lost most of the gain beside a fan
         self._zh_beam_size = zh_beam_size
+        self._zh_length_penalty = zh_length_penalty
         # An English decode the model itself is unsure of (greedy, mean log-probability per token under
         # `unsure_below`) is decoded again with `unsure_beam_size` beams over the same encoder output: the encoder
         # is most of the cost. On the held-out set (docs/benchmarks.md, "Hearing") 5 beams on every clip took the
         # words wrong 27.9 -> 23.4 %; on the 37 % of clips under -0.5, 23.9 % ("Sing Reverse Dayson" -> "Sing me
         # a birthday song."), each of those ~170 ms later; the toy's own voice in a quiet room 5 % of the time.
-        # Not Mandarin: beams there turned "再见" into "再见晨" (above).
+        # Not Mandarin: it always has beams of its own (above).
         self._unsure_beam_size = unsure_beam_size
         self._unsure_below = unsure_below
         self.second_looks = 0  # decodes done again with beams because the first was unsure
@@ -230,9 +237,11 @@ class WhisperRecognizer:
         beam = self._zh_beam_size if language == "zh" else self._beam_size
         second_look = language != "zh" and self._unsure_beam_size > beam
 
+        penalty = self._zh_length_penalty if language == "zh" else 1.0
+
         def generate(beam_size: int) -> Any:
             return self._model.generate(encoded, [prompt], beam_size=beam_size, max_length=min(max_length, 440),
-                                        return_no_speech_prob=True, suppress_blank=True,
+                                        length_penalty=penalty, return_no_speech_prob=True, suppress_blank=True,
                                         return_scores=second_look)[0]
 
         result = generate(beam)
