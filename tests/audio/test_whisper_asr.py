@@ -103,7 +103,7 @@ def test_mandarin_beams_do_not_lengthen_the_shortest_command(whisper, speak_zh, 
     from toy_runtime.bench.hearing import SHIFTS, in_room
 
     goodbye = speak_zh("再见")
-    per_token = WhisperRecognizer(tmp_path_factory.mktemp("wz"), zh_beam_size=5, zh_length_penalty=1.0)
+    per_token = WhisperRecognizer(tmp_path_factory.mktemp("wz"), zh_beam_size=5, length_penalty=1.0)
     heard = [whisper.transcribe(in_room(goodbye, None, shift=shift)).text for shift in SHIFTS]
     assert all(hanzi(text) == "再见" for text in heard), heard
     lengthened = [per_token.transcribe(in_room(goodbye, None, shift=shift)).text for shift in SHIFTS]
