@@ -66,10 +66,9 @@ def process_usage(pid: int) -> dict[str, float]:
             "peak_rss_mib": round(status.get("VmHWM", 0.0), 1)}
 
 
-def cpu_pct(processes: list[subprocess.Popen[str]], before: list[dict[str, float]], elapsed_s: float) -> list[float]:
+def cpu_pct(pids: list[int], before: list[dict[str, float]], elapsed_s: float) -> list[float]:
     """Each process's CPU since `before` (process_usage of each), as % of one core over `elapsed_s`."""
-    return [round(100 * (process_usage(proc.pid)["cpu_s"] - b["cpu_s"]) / elapsed_s, 2)
-            for proc, b in zip(processes, before)]
+    return [round(100 * (process_usage(pid)["cpu_s"] - b["cpu_s"]) / elapsed_s, 2) for pid, b in zip(pids, before)]
 
 
 def runtime_ids(runtimes: int) -> tuple[str, ...]:
@@ -153,12 +152,12 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
             before, t0 = process_usage(broker.pid), time.monotonic()
             runtimes_before = [process_usage(proc.pid) for proc in processes]
             sim.run_for(idle)
-            after, elapsed = process_usage(broker.pid), time.monotonic() - t0
-            summary["idle"] = {"seconds": idle, "broker_cpu_pct": round(100 * (after["cpu_s"] - before["cpu_s"]) /
-                                                                          elapsed, 2),
-                               "broker_rss_mib": after["rss_mib"]}
+            elapsed = time.monotonic() - t0
+            summary["idle"] = {"seconds": idle, "broker_cpu_pct": cpu_pct([broker.pid], [before], elapsed)[0],
+                               "broker_rss_mib": process_usage(broker.pid)["rss_mib"]}
             if processes:
-                summary["idle"]["runtime_cpu_pct_each"] = cpu_pct(processes, runtimes_before, elapsed)
+                summary["idle"]["runtime_cpu_pct_each"] = cpu_pct([p.pid for p in processes], runtimes_before,
+                                                                  elapsed)
             log(f"idle {idle:g} s: {summary['idle']}")
         if rate > 0 and duration > 0:
             before, t0 = process_usage(broker.pid), time.monotonic()
@@ -166,14 +165,14 @@ def run_fleet(toys: int, *, rate: float = 10.0, duration: float = 30.0, idle: fl
             own_before = resource.getrusage(resource.RUSAGE_SELF)
             summary["commands"] = {"rate_per_s": rate, "seconds": duration,
                                    **sim.command_at_rate(rate, duration)}
-            after, own_after = process_usage(broker.pid), resource.getrusage(resource.RUSAGE_SELF)
+            own_after = resource.getrusage(resource.RUSAGE_SELF)
             elapsed = time.monotonic() - t0
-            summary["commands"]["broker_cpu_pct"] = round(100 * (after["cpu_s"] - before["cpu_s"]) / elapsed, 2)
+            summary["commands"]["broker_cpu_pct"] = cpu_pct([broker.pid], [before], elapsed)[0]
             summary["commands"]["sim_cpu_pct"] = round(100 * ((own_after.ru_utime + own_after.ru_stime) -
                                                               (own_before.ru_utime + own_before.ru_stime)) / elapsed, 2)
-            summary["commands"]["broker_rss_mib"] = after["rss_mib"]
+            summary["commands"]["broker_rss_mib"] = process_usage(broker.pid)["rss_mib"]
             if processes:
-                summary["runtimes"]["cpu_pct_each"] = cpu_pct(processes, runtimes_before, elapsed)
+                summary["runtimes"]["cpu_pct_each"] = cpu_pct([p.pid for p in processes], runtimes_before, elapsed)
                 summary["runtimes"]["rss_mib_each"] = [process_usage(proc.pid)["rss_mib"] for proc in processes]
             log(f"commands: {summary['commands']}")
         if restart:
