@@ -110,6 +110,23 @@ def test_mandarin_beams_do_not_lengthen_the_shortest_command(whisper, speak_zh, 
     assert any(hanzi(text) != "再见" for text in lengthened), lengthened  # what the summed ranking prevents
 
 
+def test_beams_ranked_by_their_sum_do_not_end_a_long_answer_at_once(whisper, zh_voice, tmp_path_factory):
+    """Ranked by the sum, a hypothesis that ends at once can win: the toy's own answer, clause by clause with its
+    pauses, was heard as "。" at the first alignment. A hypothesis that short for the speech is passed over."""
+    import jiwer
+
+    from toy_runtime.audio.resample import resample
+    from toy_runtime.bench.hearing import SHIFTS, in_room, zh_key
+
+    said = "好问题，我帮你查一下。我查到了，今天北京是晴天，很暖和。"
+    gap = bytes(2 * 16000 * 3 // 10)
+    answer = gap.join(resample(p.pcm, zh_voice.sample_rate_hz, 16000) for p in zh_voice.synthesize_blocking(said))
+    answer += bytes(32000)
+    for shift in SHIFTS:
+        heard = whisper.transcribe(in_room(answer, None, shift=shift)).text
+        assert jiwer.cer(zh_key(said), zh_key(heard) or "-") <= 0.3, (shift, heard)
+
+
 def test_silence_and_noise_give_no_words(whisper):
     import numpy as np
 

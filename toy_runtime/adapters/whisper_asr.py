@@ -243,14 +243,14 @@ class WhisperRecognizer:
             return self._model.generate(encoded, [prompt], beam_size=beam_size, max_length=min(max_length, 440),
                                         # greedy keeps the per-token score: the unsure gate reads it
                                         length_penalty=self._length_penalty if beam_size > 1 else 1.0,
-                                        return_no_speech_prob=True, suppress_blank=True,
-                                        return_scores=second_look)[0]
+                                        num_hypotheses=beam_size, return_no_speech_prob=True, suppress_blank=True,
+                                        return_scores=second_look or beam_size > 1)[0]
 
         result = generate(beam)
         if second_look and result.scores and result.scores[0] < self._unsure_below:
             result = generate(self._unsure_beam_size)
             self.second_looks += 1
-        ids = _cut_repeats([i for i in result.sequences_ids[0] if i < self._ids["<|endoftext|>"]])
+        ids = _cut_repeats([i for i in _not_cut_short(result, seconds) if i < self._ids["<|endoftext|>"]])
         text = _cut_restart(self._tokenizer.decode(ids).strip())
         no_speech = float(result.no_speech_prob)
         if no_speech > self._no_speech_threshold or _PROMPT_ECHO.search(text):
@@ -274,6 +274,15 @@ class WhisperRecognizer:
         prompt += [ids["<|startoftranscript|>"], ids[f"<|{language}|>"], ids["<|transcribe|>"],
                    ids["<|notimestamps|>"]]
         return prompt
+
+
+def _not_cut_short(result: Any, seconds: float, *, tokens_per_s: float = 1.0) -> list[int]:
+    """The best of a decode's hypotheses (ranked by score) with at least `tokens_per_s` tokens per second of the
+    speech (the first, when none has). Ranked by their summed log-probability, a hypothesis that ends at once can
+    win: three beams heard the toy's own two-sentence answer (6 s) as "。" at one alignment, right at the other
+    three. Speech is 2-5 tokens a second; half a second of "再见" may be one or two."""
+    sequences = result.sequences_ids
+    return next((s for s in sequences if len(s) >= tokens_per_s * seconds), sequences[0])
 
 
 def _speech_span(samples: Any, rate_hz: int, lead_ms: float, trail_ms: float, *, below_db: float = 35.0,
