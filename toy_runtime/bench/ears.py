@@ -101,6 +101,7 @@ class EarsResult:
     stops: list[tuple[float, float]] = field(default_factory=list)  # (speech start, flush done), capture seconds
     output_latency_ms: float = 0.0
     underruns: int = 0  # the speaker's PortAudio underflows
+    asr: np.ndarray | None = None  # what the recognizer got (AudioFrame.for_recognizer: echo-cancelled, not gated)
     underflow_gaps: int = 0  # of them, those put into the reference's timeline as silence
     own_voice_checks: list[tuple[float, float, bool]] = field(default_factory=list)
     gated_frames: int = 0
@@ -181,6 +182,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     stage = EchoCancelledSource(mic, recorder, reference, hold_delay=hold_delay)
     raw: list[bytes] = []
     clean: list[bytes] = []
+    for_asr: list[bytes] = []
     refs: list[bytes] = []
     cancelled: list[bytes] = []
     cpu = 0.0
@@ -239,6 +241,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
                     judging.append(asyncio.create_task(judge(event.speech[0]), name="bench-ears:own-voice"))
             raw.append(frame.pcm)
             clean.append(out.pcm)
+            for_asr.append(out.for_recognizer)
             refs.append(b"".join(recorder.renders))
             cancelled.append(b"".join(recorder.outputs))
             recorder.captures.clear()
@@ -295,6 +298,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     on_count = _sample_timeline(stamps, 0.02)
     result = EarsResult(
         raw=np.frombuffer(b"".join(raw), np.int16), clean=np.frombuffer(b"".join(clean), np.int16),
+        asr=np.frombuffer(b"".join(for_asr), np.int16),
         ref=np.frombuffer(b"".join(refs), np.int16), cancelled=np.frombuffer(b"".join(cancelled), np.int16),
         clips=clips,
         first_answer_s=(first_answer[0] - t0[0]) if first_answer and t0 else None,
@@ -509,7 +513,8 @@ def word_accuracy(heard: str, said: str) -> float:
 
 
 def _recognition(result: EarsResult, recognizer: Any, shifts: Sequence[int] | None = None) -> dict[str, Any]:
-    """Words right, per clip, of the child recognized from the cleaned capture: over an answer vs in silence.
+    """Words right, per clip, of the child recognized from what the recognizer got (`asr`, else the cleaned
+    capture): over an answer vs in silence.
 
     Each clip is heard at every alignment of `shifts` (samples more of the capture before it; bench/hearing.py
     `SHIFTS`): Whisper's text moves with a few ms of alignment by 3-7 points on a row of 42 clips, more than the
@@ -525,7 +530,7 @@ def _recognition(result: EarsResult, recognizer: Any, shifts: Sequence[int] | No
         texts = []
         for shift in shifts or SHIFTS:
             a = max(0, int((clip.start_s - 0.3) * 16000) - shift)
-            pcm = result.clean[a:b].tobytes()
+            pcm = (result.clean if result.asr is None else result.asr)[a:b].tobytes()
             recognizer.start_utterance()
             for i in range(0, len(pcm), 640):
                 recognizer.accept(pcm[i : i + 640])
