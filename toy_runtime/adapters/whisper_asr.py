@@ -144,11 +144,12 @@ class WhisperRecognizer:
         self._beam_size = beam_size
         # Mandarin is decoded with beams of its own. Every beam search here ranks its hypotheses by their summed
         # log-probability (`length_penalty` 0), not per token as CTranslate2 does by default (1). Per token, a
-        # longer hypothesis wins on a likely last token: 5 beams heard the shortest command, "再见", as "再见晨" every time and goodbye
-        # stopped ending the session. Summed, the held-out set over four alignments (docs/benchmarks.md, "Hearing"):
-        # greedy -> 3 beams 11.3 -> 8.9 % of the characters wrong quiet, 14.6 -> 11.5 % beside a fan, 20.2 -> 17.2 %
-        # in babble, and "再见" is "再见" again; 5 beams were no better than 3, and beams only on unsure decodes
-        # (English's second look) lost most of the gain beside a fan
+        # longer hypothesis wins on a likely last token: 5 beams heard the shortest command, "再见", as "再见晨"
+        # every time and goodbye stopped ending the session. Summed, the held-out set over four alignments
+        # (docs/benchmarks.md, "Hearing"): greedy -> 3 beams 11.3 -> 8.9 % of the characters wrong quiet,
+        # 14.6 -> 11.5 % beside a fan, 20.4 -> 17.3 % in babble, and "再见" is "再见" again; 5 beams were no
+        # better than 3, and beams only on unsure decodes (English's second look) lost most of the gain beside a
+        # fan. A hypothesis too short for the speech is passed over (`_not_cut_short`).
         self._zh_beam_size = zh_beam_size
         # English's second look (below) ranked so: over four alignments of the nine espeak rows 29.7 -> 28.5 % of
         # the words wrong, no row worse

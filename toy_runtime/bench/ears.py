@@ -11,8 +11,8 @@ by frame against the reference (what played) and the known child clips:
 - false barge-ins: the runtime's VAD + endpointer (its own settings) run over the cleaned audio; a speech start
   with no child speaking is one the toy's own voice caused;
 - the child's words: each child clip recognized (the runtime's recognizer, Whisper unless `--recognizer`) cut from
-  the cleaned audio at four alignments, once spoken over an answer and once in silence; the same words, the same
-  voice;
+  what the recognizer gets (echo-cancelled, not gated) at four alignments, once spoken over an answer and once in
+  silence; the same words, the same voice;
 - barge-in detection: from the child's first sample to the endpointer's speech start (capture time), plus what
   one flush of the speaker costs;
 - CPU: process time spent in the front end per second of audio.
