@@ -128,6 +128,7 @@ class WhisperRecognizer:
 
     def __init__(self, cache_dir: str | Path, *, languages: tuple[str, ...] = ("en", "zh"), language: str | None = None,
                  threads: int = 1, compute_type: str = "int8", pad_s: float = 3.0, min_window_s: float = 5.0,
+                 zh_min_window_s: float = 8.0,
                  lead_ms: float = 50.0, trail_ms: float = 100.0,
                  max_tokens_per_s: float = 12.0, partial_interval_ms: float = 0.0,
                  no_speech_threshold: float = 0.6, beam_size: int = 1, zh_beam_size: int = 3,
@@ -137,6 +138,11 @@ class WhisperRecognizer:
         self._languages = (language,) if language else tuple(languages)
         self._pad_s = pad_s
         self._min_window_s = min_window_s
+        # Mandarin is encoded again in a longer window once detected (the encoder is ~1.6x the work at 8 s against
+        # 5). On the held-out set over four alignments, 3 beams (docs/benchmarks.md, "Hearing"): 5 s -> 8 s took
+        # the characters wrong 8.9 -> 8.5 % quiet, 11.5 -> 9.9 % beside a fan, 17.2 -> 13.4 % in babble (10 s
+        # was no better). English keeps 5 s: its every turn waits for the decode (issue 30's heard latency).
+        self._zh_min_window_s = zh_min_window_s
         self._lead_ms, self._trail_ms = lead_ms, trail_ms
         self._max_tokens_per_s = max_tokens_per_s
         self._partial_every = int(self.sample_rate_hz * partial_interval_ms / 1000) * 2 if partial_interval_ms else 0
@@ -231,10 +237,17 @@ class WhisperRecognizer:
         seconds = len(samples) / self.sample_rate_hz
         if seconds < 0.1:
             return WhisperResult("", self._languages[0], 1.0)
-        pad = max(self._pad_s, self._min_window_s - seconds)
-        features = ctranslate2.StorageView.from_array(log_mel(samples, pad_s=pad)[None])
-        encoded = self._model.encode(features, to_cpu=False)
+
+        def encode(min_window_s: float) -> Any:
+            pad = max(self._pad_s, min_window_s - seconds)
+            return self._model.encode(ctranslate2.StorageView.from_array(log_mel(samples, pad_s=pad)[None]),
+                                      to_cpu=False)
+
+        window = self._zh_min_window_s if self._languages == ("zh",) else self._min_window_s
+        encoded = encode(window)
         language = self._detect(encoded)
+        if language == "zh" and window < self._zh_min_window_s and seconds + self._pad_s < self._zh_min_window_s:
+            encoded = encode(self._zh_min_window_s)  # Mandarin hears better in a longer window (see __init__)
         prompt = self._prompt(language)
         max_length = len(prompt) + max(8, int(seconds * self._max_tokens_per_s) + 4)
         beam = self._zh_beam_size if language == "zh" else self._beam_size
