@@ -6,7 +6,8 @@ for CTranslate2, the model file split in two) and are loaded from memory: no 145
 Whisper is not a streaming model, so this adapter makes the non-streaming path short (measured in
 docs/benchmarks.md, "Hearing Chinese and English"):
 
-- the encoder's window is the audio plus `pad_s` of silence, at least `min_window_s`, not Whisper's fixed 30 s
+- the encoder's window is the audio plus `pad_s` of silence, at least `min_window_s` (Mandarin, once detected, is
+  encoded again with at least `zh_min_window_s`: it hears better there), not Whisper's fixed 30 s
   (its cost grows with the window; trained on 30 s, it still transcribes a short window right when a little
   silence follows the speech; a single word in a window under ~4 s often gained a character: "再见者");
 - greedy decoding for English (beams again only when the model is unsure of it), three beams for Mandarin, with a
@@ -140,7 +141,7 @@ class WhisperRecognizer:
         self._min_window_s = min_window_s
         # Mandarin is encoded again in a longer window once detected (the encoder is ~1.6x the work at 8 s against
         # 5). On the held-out set over four alignments, 3 beams (docs/benchmarks.md, "Hearing"): 5 s -> 8 s took
-        # the characters wrong 8.9 -> 8.5 % quiet, 11.5 -> 9.9 % beside a fan, 17.2 -> 13.4 % in babble (10 s
+        # the characters wrong 8.9 -> 8.5 % quiet, 11.5 -> 9.9 % beside a fan, 17.3 -> 13.5 % in babble (10 s
         # was no better). English keeps 5 s: its every turn waits for the decode (issue 30's heard latency).
         self._zh_min_window_s = zh_min_window_s
         self._lead_ms, self._trail_ms = lead_ms, trail_ms

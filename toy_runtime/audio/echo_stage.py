@@ -153,6 +153,7 @@ class EchoCancelledSource(WrappedSource):
         out = bytearray()
         # the recognizer's copy: echo-cancelled only (not suppressed, not gated: see the residual gate below)
         for_asr = bytearray() if self.suppressor is not None or self.canceller.cancels_echo else None
+        gated_before = self.gated
         self._now = frame.timestamp_s
         for i in range(0, len(pcm), 2 * n):
             capture = pcm[i : i + 2 * n]
@@ -189,8 +190,10 @@ class EchoCancelledSource(WrappedSource):
         if disturbances != self._disturbances:
             self._disturbances = disturbances
             self._disturbed_until = frame.timestamp_s + self.disturbed_s
+        # a second copy only when it differs from the VAD's (suppressed, or a piece gated): most frames have one
+        differs = for_asr is not None and (self.suppressor is not None or self.gated != gated_before)
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s - self.delay_s,
-                          bytes(for_asr) if for_asr is not None else None)
+                          bytes(for_asr) if differs and for_asr is not None else None)
 
     def recently_disturbed(self) -> bool:
         """True within `disturbed_s` of a jump in the render's timeline: the canceller may be leaking the toy."""

@@ -523,6 +523,7 @@ def _recognition(result: EarsResult, recognizer: Any, shifts: Sequence[int] | No
 
     scores: dict[bool, list[float]] = {True: [], False: []}
     heard: list[dict[str, Any]] = []
+    stream = result.clean if result.asr is None else result.asr
     for clip in result.clips:
         if clip.start_s is None:
             continue
@@ -530,7 +531,7 @@ def _recognition(result: EarsResult, recognizer: Any, shifts: Sequence[int] | No
         texts = []
         for shift in shifts or SHIFTS:
             a = max(0, int((clip.start_s - 0.3) * 16000) - shift)
-            pcm = (result.clean if result.asr is None else result.asr)[a:b].tobytes()
+            pcm = stream[a:b].tobytes()
             recognizer.start_utterance()
             for i in range(0, len(pcm), 640):
                 recognizer.accept(pcm[i : i + 640])
