@@ -19,7 +19,7 @@ from collections import deque
 import numpy as np
 
 from ..ports.audio import AudioFrame, AudioSource
-from ..ports.echo import FRAME_MS, EchoCanceller
+from ..ports.echo import FRAME_MS, EchoCanceller, LinearEchoCanceller
 from .echo_delay import EchoDelayMonitor
 from .echo_reference import EchoReference
 from .wrapped_source import WrappedSource
@@ -69,7 +69,8 @@ class EchoCancelledSource(WrappedSource):
 
     def __init__(self, source: AudioSource, canceller: EchoCanceller, reference: EchoReference, *,
                  suppressor: EchoCanceller | None = None, residual_floor_dbfs: float = -50.0,
-                 residual_drop_db: float = 28.0, hold_delay: bool = True) -> None:
+                 residual_drop_db: float = 28.0, hold_delay: bool = True,
+                 recognizer_canceller: EchoCanceller | None = None) -> None:
         if canceller.sample_rate_hz != source.sample_rate_hz or reference.sample_rate_hz != source.sample_rate_hz:
             raise ValueError("the canceller, its reference and the microphone must share one sample rate")
         if suppressor is not None and suppressor.sample_rate_hz != source.sample_rate_hz:
@@ -81,6 +82,13 @@ class EchoCancelledSource(WrappedSource):
         # recognizer (through WebRTC's NS Whisper base lost 1-3 points and misheard some sentences it got right
         # without: docs/benchmarks.md, "Hearing")
         self.suppressor = suppressor
+        # With a `recognizer_canceller` the recognizer's copy comes from it instead: a linear filter with no
+        # residual suppressor (adapters/speex_aec.py). AEC3's suppressor, which the VAD and the own-voice check need,
+        # weakened the child's first syllable over the toy ("stop" -> "up"); on the echo rig the child's words over
+        # the toy went from 61 % to 81 % right, as in silence (docs/benchmarks.md, "Ears", eighth round).
+        if recognizer_canceller is not None and recognizer_canceller.sample_rate_hz != source.sample_rate_hz:
+            raise ValueError("the recognizer's canceller and the microphone must share one sample rate")
+        self.recognizer_canceller = recognizer_canceller
         self._silence = bytes(2 * self.sample_rate_hz * FRAME_MS // 1000)
         self.reference = reference
         self.stats = EchoStats()
@@ -125,6 +133,10 @@ class EchoCancelledSource(WrappedSource):
         self.render_wait_s = 0.04
         self.render_waits = 0  # frames that waited
         self.render_waited_s = 0.0  # …and for how long in all
+        # a linear recognizer canceller gets its render this much before the echo measured: the onset is in its filter
+        self.lead_margin_ms = 20
+        self._lead_from = self.delay_monitor if isinstance(recognizer_canceller, LinearEchoCanceller) else None
+        self._led_for: int | None = None  # the measured delay the lead was last set from
 
     def _frame(self, frame: AudioFrame) -> AudioFrame:
         return self.clean(frame)
@@ -152,7 +164,8 @@ class EchoCancelledSource(WrappedSource):
             return frame  # not whole 10 ms pieces (a device that never does this): left as it is, never cut
         out = bytearray()
         # the recognizer's copy: echo-cancelled only (not suppressed, not gated: see the residual gate below)
-        for_asr = bytearray() if self.suppressor is not None or self.canceller.cancels_echo else None
+        for_asr = (bytearray() if self.suppressor is not None or self.canceller.cancels_echo
+                   or self.recognizer_canceller is not None else None)
         gated_before = self.gated
         self._now = frame.timestamp_s
         for i in range(0, len(pcm), 2 * n):
@@ -162,6 +175,8 @@ class EchoCancelledSource(WrappedSource):
             echo_free = self.canceller.process(capture, render)
             if self.delay_monitor is not None and (shift := self.delay_monitor.add(capture, render)):
                 self.reference.nudge(shift)
+            if self._lead_from is not None and self._lead_from.delay_samples != self._led_for:
+                self._lead_recognizer_canceller(self._lead_from.delay_samples)
             cleaned = echo_free if self.suppressor is None else self.suppressor.process(echo_free, self._silence)
             # each level once per piece: this runs on the loop for every 10 ms of audio
             raw_ms = _mean_square(np.frombuffer(capture, np.int16))
@@ -184,16 +199,28 @@ class EchoCancelledSource(WrappedSource):
             self._history_out.append(cleaned)
             out += cleaned
             if for_asr is not None:
-                for_asr += echo_free
+                for_asr += (echo_free if self.recognizer_canceller is None
+                            else self.recognizer_canceller.process(capture, render))
         ref = self.reference  # once per frame, not per 10 ms piece: this runs on the loop for every frame
         disturbances = ref.underflow_gaps + ref.anchors + ref.read_resyncs + ref.capture_gaps + ref.nudges
         if disturbances != self._disturbances:
             self._disturbances = disturbances
             self._disturbed_until = frame.timestamp_s + self.disturbed_s
         # a second copy only when it differs from the VAD's (suppressed, or a piece gated): most frames have one
-        differs = for_asr is not None and (self.suppressor is not None or self.gated != gated_before)
+        differs = for_asr is not None and (self.suppressor is not None or self.recognizer_canceller is not None
+                                           or self.gated != gated_before)
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s - self.delay_s,
                           bytes(for_asr) if differs and for_asr is not None else None)
+
+    def _lead_recognizer_canceller(self, delay: int | None) -> None:
+        """Give the linear recognizer canceller the render `lead_margin_ms` before the echo the stage measured
+        (`delay`, samples), so its filter spans the echo's onset and tail; until the first estimate it covers
+        0..its filter length."""
+        assert isinstance(self.recognizer_canceller, LinearEchoCanceller)
+        self._led_for = delay
+        if delay is not None:
+            self.recognizer_canceller.set_render_lead(
+                max(0, delay - self.lead_margin_ms * self.sample_rate_hz // 1000))
 
     def recently_disturbed(self) -> bool:
         """True within `disturbed_s` of a jump in the render's timeline: the canceller may be leaking the toy."""
@@ -241,4 +268,7 @@ class EchoCancelledSource(WrappedSource):
         if self.suppressor is not None:
             line = (line.replace(", noise suppression: off", "")
                     + ", noise suppression: on (the recognizer hears it before)")
+        if self.recognizer_canceller is not None:
+            heard = self.recognizer_canceller.describe().replace("echo cancellation: ", "")
+            line += f"; the recognizer hears {heard}"
         return f"{line} ({fed}" + (f", {erle:.0f} dB removed)" if erle is not None else ")")

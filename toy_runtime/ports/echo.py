@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["FRAME_MS", "EchoCanceller"]
+__all__ = ["FRAME_MS", "EchoCanceller", "LinearEchoCanceller"]
 
 FRAME_MS = 10  # every frame on this port is exactly 10 ms (WebRTC's processing unit)
 
@@ -38,4 +38,14 @@ class EchoCanceller(Protocol):
 
     def describe(self) -> str:
         """One line for the console and `doctor`, e.g. "echo cancellation: WebRTC AEC3, noise suppression: on"."""
+        ...
+
+
+@runtime_checkable
+class LinearEchoCanceller(EchoCanceller, Protocol):
+    """A canceller with no delay estimate of its own (a plain adaptive filter, e.g. speexdsp's MDF): its filter
+    covers a fixed span after the render, so it is told how late the echo comes (the capture stage measures it)."""
+
+    def set_render_lead(self, samples: int) -> None:
+        """Delay the render by `samples` before the filter: the echo comes at least that late after it."""
         ...
