@@ -21,6 +21,7 @@ APT_PACKAGES=(
     python3 python3-venv python3-dev gcc          # the venv; gcc + headers build pyalsaaudio
     libportaudio2                                 # sounddevice (capture/playback)
     libjemalloc2                                  # the unit's malloc (LD_PRELOAD): less RSS while speaking
+    libspeexdsp1                                  # the recognizer's echo canceller (adapters/speex_aec.py)
     alsa-utils libasound2-plugins libasound2-dev  # arecord/aplay/amixer, ALSA plugins, pyalsaaudio headers
     mosquitto mosquitto-clients                   # the local broker (skipped with --no-local-broker)
     curl ca-certificates                          # model downloads

@@ -249,6 +249,11 @@ class EarsConfig(Section):
     noise_suppression: bool = Field(True, description="WebRTC noise suppression of steady noise (fans, hum) "
                                     "after the echo canceller; it does little against background voices")
     auto_gain: bool = Field(False, description="WebRTC automatic gain control (a child far from the mic)")
+    recognizer_echo: Literal["linear", "aec3"] = Field(
+        "linear", description="with echo_cancellation on, what the recognizer hears while the toy speaks: linear = "
+        "speexdsp's adaptive filter with no residual suppressor (Debian's libspeexdsp1; the child's words over the "
+        "toy as right as in silence on the echo rig), aec3 = AEC3's output, which the VAD and barge-in use (its "
+        "suppressor weakens the child's first syllable: docs/benchmarks.md, 'Ears')")
     wake_word_model: str = Field(
         "okay_nabu", description="with [session] trigger = \"wake_word\": a model in pymicro-wakeword (okay_nabu, "
         "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")

@@ -53,6 +53,7 @@ async def test_doctor_measures_the_echo_path_after_its_reference(echo_card):
     settings = load_settings(env={"TOY_AUDIO__INPUT_DEVICE": "pulse", "TOY_AUDIO__OUTPUT_DEVICE": "pulse"})
     verdict = await check_ears(settings)
     assert verdict.status == "OK", verdict
+    assert "the recognizer hears speexdsp MDF" in verdict.detail, verdict  # [ears] recognizer_echo's default
     # the rig's 60 ms loopback (plus the card's own ~10 ms) comes back after the aligned reference
     delay = float(verdict.detail.split("comes back ")[1].split(" ms")[0])
     assert 40 <= delay <= 150, verdict.detail

@@ -85,6 +85,13 @@ def build_ears(settings: Settings, mic: Any, *, on_wake: Callable[[float], None]
 
         if e.echo_cancellation:
             ears.reference = EchoReference(settings.audio.sample_rate_hz)
+            if e.recognizer_echo == "linear":
+                from ..adapters.speex_aec import load_speexdsp
+
+                try:
+                    load_speexdsp()  # a start error now, not after READY
+                except OSError as exc:
+                    raise ValueError(f"recognizer_echo = \"linear\": {exc}, or set it to \"aec3\"") from None
         ears.front_end = ears.source = FrontEndSource(mic)
     if settings.session.trigger == "wake_word":
         from ..audio.wake_stage import WakeWordSource
@@ -111,11 +118,23 @@ def wake_detector(settings: Settings) -> Any:
 
 
 def load_canceller(settings: Settings, ears: Ears) -> None:
-    """Load the canceller (WebRTC APM, numpy) and put it into the front end's slot (blocking: a worker thread)."""
+    """Load the canceller (WebRTC APM, numpy; speexdsp for the recognizer's copy) and put it into the front end's
+    slot (blocking: a worker thread)."""
     if ears.front_end is None:
         return
-    from ..adapters.webrtc_apm import WebRtcAudioProcessor
     from ..audio.echo_reference import EchoReference
+
+    # with echo cancellation off the canceller ignores its render frames: a reference nobody feeds will do
+    reference = ears.reference if ears.reference is not None else EchoReference(settings.audio.sample_rate_hz)
+    ears.front_end.install(echo_stage(settings, ears.front_end.source, reference))
+
+
+def echo_stage(settings: Settings, source: Any, reference: Any, *,
+               wrap_canceller: Callable[[Any], Any] = lambda canceller: canceller,
+               hold_delay: bool = True) -> Any:
+    """The capture stage `[ears]` asks for over `source`: `run`'s, and `bench ears`' (which wraps the canceller to
+    record what it did). Blocking: it loads the native libraries."""
+    from ..adapters.webrtc_apm import WebRtcAudioProcessor
     from ..audio.echo_stage import EchoCancelledSource
 
     e = settings.ears
@@ -126,6 +145,10 @@ def load_canceller(settings: Settings, ears: Ears) -> None:
                                      auto_gain=e.auto_gain)
     suppressor = (WebRtcAudioProcessor(rate, echo_cancellation=False, noise_suppression=True, high_pass_filter=False)
                   if e.noise_suppression else None)
-    # with echo cancellation off the canceller ignores its render frames: a reference nobody feeds will do
-    reference = ears.reference if ears.reference is not None else EchoReference(rate)
-    ears.front_end.install(EchoCancelledSource(ears.front_end.source, canceller, reference, suppressor=suppressor))
+    recognizer_canceller = None
+    if e.echo_cancellation and e.recognizer_echo == "linear":
+        from ..adapters.speex_aec import SpeexEchoCanceller
+
+        recognizer_canceller = SpeexEchoCanceller(rate)
+    return EchoCancelledSource(source, wrap_canceller(canceller), reference, suppressor=suppressor,
+                               recognizer_canceller=recognizer_canceller, hold_delay=hold_delay)

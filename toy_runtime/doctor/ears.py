@@ -13,17 +13,23 @@ if TYPE_CHECKING:
 
 
 def _load(settings: Settings) -> tuple[WebRtcAudioProcessor, str]:
+    """The canceller as `run` loads it, and what else the front end has (the recognizer's canceller, the wake word)."""
     from ..adapters.webrtc_apm import WebRtcAudioProcessor
 
     e = settings.ears
     canceller = WebRtcAudioProcessor(settings.audio.sample_rate_hz, echo_cancellation=e.echo_cancellation,
                                      noise_suppression=e.noise_suppression, auto_gain=e.auto_gain)
-    wake = ""
+    more = ""
+    if e.echo_cancellation and e.recognizer_echo == "linear":
+        from ..adapters.speex_aec import SpeexEchoCanceller
+
+        more = "; the recognizer hears " + SpeexEchoCanceller(settings.audio.sample_rate_hz).describe().replace(
+            "echo cancellation: ", "")
     if settings.session.trigger == "wake_word":
         from ..adapters.micro_wakeword import MicroWakeWordDetector
 
-        wake = f"; wake word {MicroWakeWordDetector(e.wake_word_model, probability_cutoff=e.wake_word_cutoff).name!r}"
-    return canceller, wake
+        more += f"; wake word {MicroWakeWordDetector(e.wake_word_model, probability_cutoff=e.wake_word_cutoff).name!r}"
+    return canceller, more
 
 
 async def check_ears(settings: Settings) -> Verdict:
@@ -32,13 +38,18 @@ async def check_ears(settings: Settings) -> Verdict:
     if not (e.echo_cancellation or e.noise_suppression or e.auto_gain or settings.session.trigger == "wake_word"):
         return skip("[ears] all off: the listener hears the microphone as it is")
     try:
-        canceller, wake = await in_thread(_load, settings, name="doctor:ears")
+        canceller, more = await in_thread(_load, settings, name="doctor:ears")
     except ImportError as exc:
         return fail(f"the front end's library is missing ({exc.name})", "pip install livekit pymicro-wakeword "
                     "(both have wheels for x86_64 and aarch64)")
-    except (ValueError, OSError, RuntimeError) as exc:
+    except OSError as exc:
+        if "speexdsp" in str(exc):
+            return fail(f"[ears] recognizer_echo = \"linear\": {exc}",
+                        "apt-get install libspeexdsp1, or set [ears] recognizer_echo = \"aec3\"")
         return fail(f"[ears]: {exc}", "check [ears] wake_word_model (a builtin name or a microWakeWord JSON path)")
-    described = canceller.describe() + wake
+    except (ValueError, RuntimeError) as exc:
+        return fail(f"[ears]: {exc}", "check [ears] wake_word_model (a builtin name or a microWakeWord JSON path)")
+    described = canceller.describe() + more
     if not e.echo_cancellation:
         return ok(described)
     from ..app.engines import build_microphone, build_speaker
