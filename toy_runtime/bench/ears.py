@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -113,6 +113,7 @@ class EarsResult:
     reference_timeline: list[tuple[float, ...]] = field(default_factory=list)
     render_waits: int = 0  # frames that waited for the speaker to report their render, and how long in all
     render_waited_ms: float = 0.0
+    recognizer_echo: str = "aec3"  # what made `asr`: "linear" (speexdsp) or "aec3" (the canceller's own output)
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -162,15 +163,19 @@ def plan(p: EarsPlan) -> tuple[list[str], list[ChildClip | None], list[ChildClip
     return answers, over, after
 
 
-async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller: Any = None,
-                         feed_reference: bool = True, hold_delay: bool = True) -> EarsResult:
-    """Play the plan on `card` (echo path and noise already added) through the runtime's front end."""
+async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_reference: bool = True,
+                         hold_delay: bool = True, recognizer_echo: str = "linear") -> EarsResult:
+    """Play the plan on `card` (echo path and noise already added) through the runtime's front end, built as `run`
+    builds it (app/ears.py `echo_stage`: AEC3, noise suppression, the recognizer's canceller).
+
+    `recognizer_echo` as `[ears] recognizer_echo`: "linear" gives the recognizer speexdsp's copy (AEC3's output,
+    recorded as `cancelled`, is then scored beside it on the same capture), "aec3" AEC3's own."""
     from ..adapters.sounddevice_io import SoundDeviceSink, SoundDeviceSource
-    from ..adapters.webrtc_apm import WebRtcAudioProcessor
+    from ..app.ears import echo_stage
     from ..audio.echo_probe import RecordingCanceller
     from ..audio.echo_reference import EchoReference
-    from ..audio.echo_stage import EchoCancelledSource
     from ..audio.own_voice import OwnVoiceCheck
+    from ..config import load_settings
 
     answers, over, after = plan(p)
     voiced = [b"".join(piece.pcm for piece in synthesizer.synthesize_blocking(text)) for text in answers]
@@ -178,8 +183,15 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     mic = SoundDeviceSource("pulse", frame_ms=20)
     reference = EchoReference(16000)
     sink = SoundDeviceSink("pulse", reference=reference if feed_reference else None)
-    recorder = RecordingCanceller(canceller or WebRtcAudioProcessor(16000))
-    stage = EchoCancelledSource(mic, recorder, reference, hold_delay=hold_delay)
+    settings = load_settings(None, env={"TOY_EARS__RECOGNIZER_ECHO": recognizer_echo})
+    recorders: list[RecordingCanceller] = []
+
+    def recording(canceller: Any) -> RecordingCanceller:
+        recorders.append(RecordingCanceller(canceller))
+        return recorders[-1]
+
+    stage = echo_stage(settings, mic, reference, wrap_canceller=recording, hold_delay=hold_delay)
+    recorder = recorders[0]
     raw: list[bytes] = []
     clean: list[bytes] = []
     for_asr: list[bytes] = []
@@ -195,9 +207,6 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
     from ..app.engines import endpointer_config
     from ..audio.endpointer import Endpointer, SpeechStarted
     from ..audio.level import level_db
-    from ..config import load_settings
-
-    settings = load_settings(None, env={})
     vad = WebRtcVad(settings.vad.aggressiveness)
     endpointer: Endpointer = Endpointer(endpointer_config(settings))
     playing: list[bool] = [False]
@@ -308,7 +317,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, canceller:
         delay_nudges=list(reference.nudged),
         own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks],
         capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
-        reference_timeline=timeline, render_waits=stage.render_waits,
+        reference_timeline=timeline, render_waits=stage.render_waits, recognizer_echo=recognizer_echo,
         render_waited_ms=round(stage.render_waited_s * 1000, 1))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
@@ -433,6 +442,11 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
             if after:
                 stop_ms.append((min(after) - clip.start_s) * 1000 + result.output_latency_ms)
     words = _recognition(result, recognizer) if recognizer is not None else {}
+    if recognizer is not None and result.asr is not None and result.recognizer_echo != "aec3":
+        # the same capture heard through AEC3's output, as the recognizer heard it before: the comparison
+        aec3 = _recognition(replace(result, asr=result.cancelled), recognizer)
+        words["aec3_words_right_over_answer_pct"] = aec3["words_right_over_answer_pct"]
+        words["aec3_words_right_in_silence_pct"] = aec3["words_right_in_silence_pct"]
     return {
         "erle_db": erle(echo_only),
         "erle_first_2s_db": erle(echo_only & first),

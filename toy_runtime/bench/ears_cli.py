@@ -27,6 +27,9 @@ def add_ears_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentP
                    help="do not measure and hold the echo's delay behind the render (audio/echo_delay.py)")
     p.add_argument("--no-barge-in", action="store_true",
                    help="keep playing over the child (measures the child's words under the toy's whole answer)")
+    p.add_argument("--recognizer-echo", choices=["linear", "aec3"], default="linear",
+                   help="what the recognizer hears, as [ears] recognizer_echo (default linear: speexdsp's copy, "
+                        "with AEC3's own output scored beside it on the same capture)")
     p.add_argument("--recognizer", choices=["whisper", "pocketsphinx"], default="whisper",
                    help="what judges the child's words (default whisper, the runtime's default)")
     p.add_argument("--keep-audio", action="store_true",
@@ -66,7 +69,8 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
                 if noise != "none":
                     card.add_room_noise(noise_pcm(noise, 20.0), 16000)
                 with card.applied_env():
-                    result = asyncio.run(capture_on_rig(card, plan, voice, hold_delay=not args.no_hold_delay))
+                    result = asyncio.run(capture_on_rig(card, plan, voice, hold_delay=not args.no_hold_delay,
+                                                         recognizer_echo=args.recognizer_echo))
             figures = analyse(result, recognizer=recognizer)
             if args.keep_audio:
                 keep_capture(out / f"capture-{delay}ms-{noise}.npz", result)
@@ -98,7 +102,7 @@ def markdown(rows: list[dict]) -> str:
     """The report table: one row per condition."""
     head = ("| delay | noise | ERLE (first 2 s / converged) | false barge-ins / answers | VAD speech on echo "
             "(raw → clean) | VAD speech on the room (raw → clean) | barge-in detect p50/p90 | stop p50/p90 | child "
-            "words right over answer / in silence | front end CPU |")
+            "words right over answer / in silence (AEC3's copy) | front end CPU |")
     lines = [head, "|---" * 10 + "|"]
     for r in rows:
         det, stop = r["barge_in_detect_ms"] or {}, r["barge_in_stop_ms"] or {}
@@ -108,6 +112,14 @@ def markdown(rows: list[dict]) -> str:
             f"{100 * r['vad_speech_on_echo_raw']:.0f} % → {100 * r['vad_speech_on_echo_clean']:.1f} % | "
             f"{100 * r['vad_speech_on_room_raw']:.0f} % → {100 * r['vad_speech_on_room_clean']:.1f} % | "
             f"{det.get('p50')} / {det.get('p90')} ms ({r['barge_ins_detected']}) | {stop.get('p50')} / "
-            f"{stop.get('p90')} ms | {r['words_right_over_answer_pct']} % / {r['words_right_in_silence_pct']} % | "
+            f"{stop.get('p90')} ms | {r['words_right_over_answer_pct']} % / {r['words_right_in_silence_pct']} %"
+            f"{_aec3_words(r)} | "
             f"{r['cpu_pct_of_core']} % |")
     return "\n".join(lines) + "\n"
+
+
+def _aec3_words(row: dict) -> str:
+    """ " (AEC3: over / silence)" when the recognizer heard another copy and AEC3's was scored beside it."""
+    if "aec3_words_right_over_answer_pct" not in row:
+        return ""
+    return f" (AEC3: {row['aec3_words_right_over_answer_pct']} % / {row['aec3_words_right_in_silence_pct']} %)"
