@@ -120,8 +120,6 @@ class SpeexEchoCanceller:
             self._state = None
 
     def __del__(self) -> None:
-        try:
+        if getattr(self, "_state", None):  # None when __init__ failed before the state existed
             self.close()
-        except Exception:  # interpreter shutdown: the library may be gone
-            pass
 
