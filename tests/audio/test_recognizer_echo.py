@@ -155,7 +155,7 @@ async def test_the_stage_feeds_the_recognizer_from_the_linear_canceller_led_by_t
     assert stage.delay_monitor is not None and stage.delay_monitor.delay_samples == ECHO_LAG
     assert speex.render_lead == ECHO_LAG - 320
     for_vad = np.concatenate([samples(f.pcm) for f in frames]).astype(np.float64)[aec3.delay_samples :]
-    for_asr = np.concatenate([samples(f.for_recognizer) for f in frames]).astype(np.float64)
+    for_asr = np.concatenate([samples(f.for_recognizer) for f in frames]).astype(np.float64)[aec3.delay_samples :]
     assert child_kept_db(for_vad, child)[0] < -6
     level, clean = child_kept_db(for_asr, child)
     assert abs(level) < 1 and clean > 10, (level, clean)
@@ -248,3 +248,41 @@ def test_every_install_path_installs_the_library_the_default_needs():
     assert re.search(r"^\s+libspeexdsp1\b", (root / "scripts/install-pi.sh").read_text(), re.M)
     assert "libspeexdsp1" in (root / ".ci/run").read_text()
     assert "libspeexdsp1" in (root / "README.md").read_text()
+
+
+async def test_with_the_toy_long_silent_the_recognizer_hears_aec3_as_before():
+    """Nothing to cancel: Whisper heard the rig's clean "can you tell me" as nothing at 5 of 16 alignments from
+    the raw mic or MDF's copy, and at none from AEC3's. Within an echo's reach of the toy's voice the recognizer
+    hears the linear canceller (as late as AEC3's output: one moment per frame); 0.6 s after it, AEC3's output."""
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+    from toy_runtime.audio.echo_probe import RecordingCanceller
+
+    rng = np.random.default_rng(5)
+    render = np.zeros(RATE * 3, np.int16)
+    render[: RATE // 2] = rng.normal(0, 3000, RATE // 2).astype(np.int16)  # the toy speaks for 0.5 s, then stops
+    mic = rng.normal(0, 2000, RATE * 3).astype(np.int16)  # a child (no echo on this path: it is about the copy)
+    aec3 = RecordingCanceller(WebRtcAudioProcessor(RATE, noise_suppression=False))
+    stage = EchoCancelledSource(ListSource(mic.tobytes(), frame_ms=20), aec3, EchoReference(RATE, lead_ms=0),
+                                recognizer_canceller=SpeexEchoCanceller(RATE))
+    frames = played_through(stage, stage.reference, render, mic)
+    heard = np.concatenate([samples(f.for_recognizer) for f in frames])
+    by_aec3 = np.concatenate([samples(out) for out in aec3.outputs])
+    assert not np.array_equal(heard[RATE // 2 : RATE], by_aec3[RATE // 2 : RATE])  # the linear canceller's
+    assert np.array_equal(heard[int(1.2 * RATE) :], by_aec3[int(1.2 * RATE) :])  # long silent: AEC3's
+    # the linear copy comes out as late as AEC3's: the same child, the same moment
+    lag = aec3.delay_samples
+    assert lag > 0
+    corr = [float(np.dot(heard[2000 + k : 6000 + k].astype(float), mic[2000:6000].astype(float))) for k in range(200)]
+    assert int(np.argmax(corr)) == lag
+
+
+def test_before_the_toy_ever_spoke_the_recognizer_hears_aec3():
+    from toy_runtime.adapters.webrtc_apm import WebRtcAudioProcessor
+    from toy_runtime.audio.echo_probe import RecordingCanceller
+
+    mic = np.random.default_rng(6).normal(0, 2000, RATE).astype(np.int16)
+    aec3 = RecordingCanceller(WebRtcAudioProcessor(RATE, noise_suppression=False))
+    stage = EchoCancelledSource(ListSource(mic.tobytes(), frame_ms=20), aec3, EchoReference(RATE, lead_ms=0),
+                                recognizer_canceller=SpeexEchoCanceller(RATE))
+    frames = played_through(stage, stage.reference, np.zeros_like(mic), mic)
+    assert b"".join(f.for_recognizer for f in frames) == b"".join(aec3.outputs)
