@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict, deque
@@ -54,6 +55,8 @@ class SoundDeviceSink:
     ) -> None:
         self.device = device
         self._reference = reference  # every block written is reported here: the echo canceller's far end
+        if reference is not None:  # queued audio is the render to come: the canceller's side waits for it
+            reference.audio_pending = lambda: bool(self._items)
         self.sample_rate_hz = sample_rate_hz or 0  # the stream's rate; known after start() if None
         self._wanted_rate = sample_rate_hz
         self.block_ms = block_ms
@@ -63,6 +66,7 @@ class SoundDeviceSink:
         # pieces of an answer that came after its audio so far had all played (silence was heard in between): a
         # synthesizer late for its own answer, heard as a stutter inside a sentence or a long pause between two
         self.gaps_in_answers = 0
+        self.lead_ins = 0  # answers started after a lead-in of silence (_lead_in)
         self._max_queued_ms = max_queued_ms
         self._tail_pad_ms = tail_pad_ms
         self._latency = latency
@@ -141,7 +145,9 @@ class SoundDeviceSink:
             while pos < need and self._items:
                 item = self._items[0]
                 answer_id, data, off = item
-                if off == 0 and answer_id not in self._announced:
+                if answer_id is None:  # a lead-in of silence (_lead_in): not the answer's first sample
+                    pass
+                elif off == 0 and answer_id not in self._announced:
                     self._announced[answer_id] = None
                     if len(self._announced) > 64:
                         self._announced.popitem(last=False)
@@ -149,7 +155,8 @@ class SoundDeviceSink:
                 take = min(need - pos, len(data) - off)
                 outdata[pos : pos + take] = data[off : off + take]
                 pos += take
-                self._playing_answer = answer_id
+                if answer_id is not None:
+                    self._playing_answer = answer_id
                 if off + take >= len(data):
                     self._items.popleft()
                 else:
@@ -240,6 +247,7 @@ class SoundDeviceSink:
         assert self._answers is not None
         self._answers.get(answer_id)  # so first_sample() asked later still resolves
         data = self._convert(bytes(pcm), sample_rate_hz, answer_id)
+        lead_in = self._lead_in()
         piece = self.sample_rate_hz * 2  # 1 s
         max_bytes = self.sample_rate_hz * 2 * self._max_queued_ms // 1000
         for i in range(0, len(data), piece):
@@ -251,6 +259,10 @@ class SoundDeviceSink:
                             if self._ran_dry == answer_id:
                                 self.gaps_in_answers += 1
                             self._ran_dry = None
+                            if lead_in and not self._items and not self._last_block_audible:
+                                self._items.append([None, lead_in, 0])
+                                self._queued_bytes += len(lead_in)
+                                self.lead_ins += 1
                         chunk = data[i : i + piece]
                         self._items.append([answer_id, chunk, 0])
                         self._queued_bytes += len(chunk)
@@ -261,6 +273,19 @@ class SoundDeviceSink:
                     self._space.clear()
                 await self._space.wait()
             self._idle.clear()
+
+    def _lead_in(self) -> bytes:
+        """Silence to start an answer with when the speaker is idle: as much as the echo reference has already handed
+        the canceller, as silence, beyond what this speaker reported (EchoReference.handed_ahead_s; at most 100 ms),
+        so the answer's first sound is never heard where the canceller was told nothing played. On the echo rig the
+        capture came to read 10-17 ms past the reports late in long runs, and AEC3 let those onsets through into
+        false barge-ins (docs/benchmarks.md, "Ears", ninth round). Usually none."""
+        if self._reference is None:
+            return b""
+        ahead = min(self._reference.handed_ahead_s(), 0.1)
+        if ahead <= 0.0:
+            return b""
+        return bytes(2 * math.ceil((ahead + 0.002) * self.sample_rate_hz))  # + the reference resampler's hold
 
     def _convert(self, pcm: bytes, rate: int, answer_id: str) -> bytes:
         if rate == self.sample_rate_hz:

@@ -15,7 +15,7 @@ render and capture streams keep one fixed relation for the canceller.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,6 +65,9 @@ class EchoReference:
         self.capture_gaps = 0  # captured audio lost before it reached the canceller, skipped in the render
         self.nudges = 0  # times the read position was moved to keep the echo's measured delay (nudge())
         self.nudged: deque[int] = deque(maxlen=32)  # …and by how many samples each time: a diagnostic for the benches
+        # Set by the speaker: it holds audio it has not handed to the device yet, so the render still to be reported
+        # is not the silence of a quiet tail (missing_s)
+        self.audio_pending: Callable[[], bool] = lambda: False
 
     # -- speaker side (PortAudio thread) --------------------------------------------------------------------
 
@@ -133,9 +136,12 @@ class EchoReference:
         silence, and for the rest of the session AEC3 was handed silence while the mic heard the toy (ERLE
         68 → 11-14 dB, 25 false barge-ins in 54 answers). The stage waits for them instead (`EchoCancelledSource`).
         A shortfall of 100 ms or more is a speaker that stopped reporting (closed, stalled): nothing to wait for.
-        Nor is a speaker that has played only silence for `_QUIET_TAIL_S`: silence is what the canceller would be
-        handed anyway, and the child's words then reach the listener without a wait (the end of a turn is heard
-        while the toy is silent)."""
+        Nor is a speaker that has played only silence for `_QUIET_TAIL_S` and holds no audio (`audio_pending`):
+        silence is what the canceller would be handed anyway, and the child's words then reach the listener without
+        a wait (the end of a turn is heard while the toy is silent). With audio pending the next blocks are the
+        answer's first: handed as silence, AEC3 had no reference for the echo's onset and let it through (on the
+        rig, late in long runs, when the capture had come to read 10-17 ms past the speaker's reports: the false
+        barge-ins of docs/benchmarks.md, "Ears", ninth round)."""
         self._absorb()
         end = self.end_s
         if self._read_s is None or self._speaker_restarted or end is None or self._ring is None:
@@ -143,8 +149,20 @@ class EchoReference:
         missing = self._read_s + samples / self.sample_rate_hz - end
         if not 0.0 < missing < 0.1:
             return 0.0
+        if self.audio_pending():
+            return missing
         tail = self._ring[-int(_QUIET_TAIL_S * self.sample_rate_hz):]
         return missing if len(tail) and max(int(tail.max()), -int(tail.min())) >= _AUDIBLE_SAMPLE else 0.0
+
+    def handed_ahead_s(self) -> float:
+        """How much render beyond the speaker's last report the capture side has already handed out, as silence
+        (s; 0 when none): audio the speaker starts now would be heard there with no reference for the canceller.
+        The speaker starts an answer after that much silence (SoundDeviceSink.play). Loop side, as `take()`."""
+        self._absorb()
+        end = self.end_s
+        if self._read_s is None or end is None or self._speaker_restarted:
+            return 0.0
+        return max(0.0, self._read_s - end)
 
     def nudge(self, samples: int) -> None:
         """Hand out the render `samples` later from now on (earlier if negative): the echo was measured that much

@@ -101,6 +101,7 @@ class EarsResult:
     stops: list[tuple[float, float]] = field(default_factory=list)  # (speech start, flush done), capture seconds
     output_latency_ms: float = 0.0
     underruns: int = 0  # the speaker's PortAudio underflows
+    lead_ins: int = 0  # answers the speaker started after a lead-in of silence (SoundDeviceSink._lead_in)
     asr: np.ndarray | None = None  # what the recognizer got (AudioFrame.for_recognizer: echo-cancelled, not gated)
     underflow_gaps: int = 0  # of them, those put into the reference's timeline as silence
     own_voice_checks: list[tuple[float, float, bool]] = field(default_factory=list)
@@ -313,7 +314,8 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_refer
         first_answer_s=(first_answer[0] - t0[0]) if first_answer and t0 else None,
         cpu_s=cpu, audio_s=len(raw) * 0.02, flush_ms=flushes, gated_frames=stage.gated, resyncs=reference.resyncs,
         stops=[(on_count(spoke), on_count(stopped)) for spoke, stopped in stops],
-        output_latency_ms=out_latency_ms, underruns=sink.underruns, underflow_gaps=reference.underflow_gaps,
+        output_latency_ms=out_latency_ms, underruns=sink.underruns, lead_ins=sink.lead_ins,
+        underflow_gaps=reference.underflow_gaps,
         delay_nudges=list(reference.nudged),
         own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks],
         capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
@@ -479,6 +481,7 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
         "capture_gaps": result.capture_gaps,
         "underflow_gap_ms": result.underflow_gap_ms,
         "speaker_underruns": result.underruns,
+        "speaker_lead_ins": result.lead_ins,
         "render_waits": result.render_waits,
         "render_waited_ms": result.render_waited_ms,
         "underflow_gaps": result.underflow_gaps,
