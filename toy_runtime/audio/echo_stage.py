@@ -30,6 +30,7 @@ _AUDIBLE_RENDER = 60.0  # RMS (int16) above which a render frame counts as the t
 # After this long with the toy silent no echo of it is left in the recognizer canceller's reach (the longest delay
 # the stage measures, 400 ms, plus its 200 ms filter): the recognizer then hears AEC3's output, as without it.
 _ECHO_GONE_PIECES = 60
+_ROOM_AUDIBLE_MS = (10 ** (-70 / 20) * 32768) ** 2  # a room floor above -70 dBFS is refilled (mean square)
 
 
 def _mean_square(samples: np.ndarray) -> float:
@@ -141,6 +142,15 @@ class EchoCancelledSource(WrappedSource):
         self._lead_from = self.delay_monitor if isinstance(recognizer_canceller, LinearEchoCanceller) else None
         self._led_for: int | None = None  # the measured delay the lead was last set from
         self._quiet_pieces = _ECHO_GONE_PIECES  # 10 ms pieces since the toy last sounded (none yet: long ago)
+        # The room, refilled. AEC3's suppressor takes the room down with the echo at each of the toy's words (a fan
+        # at -42 dBFS came out at -55) and the gate made such pieces digital silence; between words the fan came
+        # back, and the VAD took the fan keyed at the toy's syllables for speech (71 false barge-ins in 51 answers
+        # beside a fan on the rig, half the children over the toy missed). While the toy sounds, a piece under the
+        # room's floor, or gated, becomes a piece of the room as heard while the toy was silent (`room_fill`); a
+        # silent room (under -70 dBFS) stays gated to digital silence (docs/benchmarks.md, "Ears", ninth round).
+        self.room_fill = True
+        self._room_floor_ms = 0.0  # the room's level with the toy silent (mean square; 0: not heard yet)
+        self._room: deque[bytes] = deque(maxlen=50)  # its last half second at that level
         # the linear copy waits this long, so it comes out as late as AEC3's (8 ms): one moment per frame
         self._linear_line = bytearray(2 * max(0, canceller.delay_samples - (
             recognizer_canceller.delay_samples if recognizer_canceller is not None else 0)))
@@ -192,14 +202,18 @@ class EchoCancelledSource(WrappedSource):
             self._recent_render.append(ref_ms)
             if ref_ms > _AUDIBLE_RENDER ** 2:
                 self._heard_s += FRAME_MS / 1000
-            if self.canceller.cancels_echo and max(self._recent_render) > _AUDIBLE_RENDER ** 2:
-                if out_ms < self._floor or out_ms < self._drop * raw_ms:
+            sounding = max(self._recent_render) > _AUDIBLE_RENDER ** 2
+            if not sounding:
+                self._learn_room(cleaned, out_ms)
+            if self.canceller.cancels_echo and sounding:
+                if out_ms < self._room_floor_ms and self.room_fill:
+                    cleaned, out_ms = self._room_piece(cleaned, out_ms)
+                elif out_ms < self._floor or out_ms < self._drop * raw_ms:
                     # The VAD's copy only. The recognizer hears an utterance the VAD opened, pre-roll included, and
                     # the child's first sound over the toy is soft against the echo the mic heard: gated with the
                     # rest, Whisper heard "stop talking please" over an answer as "up talking please" and
                     # "goodbye" as "bye" (docs/benchmarks.md, "Ears", seventh round). AEC3's residue is ~-85 dBFS.
-                    cleaned = bytes(len(cleaned))
-                    out_ms = 0.0
+                    cleaned, out_ms = self._room_piece(bytes(len(cleaned)), 0.0)
                     self.gated += 1
             self.stats.add(raw_ms, out_ms, ref_ms)
             self._history_render.append(render)
@@ -218,6 +232,22 @@ class EchoCancelledSource(WrappedSource):
                                            or self.gated != gated_before)
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s - self.delay_s,
                           bytes(for_asr) if differs and for_asr is not None else None)
+
+    def _learn_room(self, piece: bytes, level_ms: float) -> None:
+        """While the toy is silent: the room's floor (follows a quieter piece at once, a louder one by ~0.5 dB/s) and
+        the last pieces at it (within 3 dB: the room itself, not somebody talking in it)."""
+        self._room_floor_ms = min(level_ms, self._room_floor_ms * 1.0012) if self._room_floor_ms else level_ms
+        if level_ms <= 2.0 * self._room_floor_ms:
+            self._room.append(piece)
+
+    def _room_piece(self, piece: bytes, level_ms: float) -> tuple[bytes, float]:
+        """What a gated or over-suppressed piece becomes: the room as heard with the toy silent, when it has a floor
+        worth hearing; else `piece`."""
+        if not self.room_fill or not self._room or self._room_floor_ms < _ROOM_AUDIBLE_MS:
+            return piece, level_ms
+        self._room.rotate(-1)
+        fill = self._room[0]
+        return fill, _mean_square(np.frombuffer(fill, np.int16))
 
     def _linear_copy(self, capture: bytes, render: bytes, render_ms: float, echo_free: bytes) -> bytes:
         """The recognizer's piece from the linear canceller, fed every piece so it stays converged, and delayed to
