@@ -247,7 +247,7 @@ class SoundDeviceSink:
         assert self._answers is not None
         self._answers.get(answer_id)  # so first_sample() asked later still resolves
         data = self._convert(bytes(pcm), sample_rate_hz, answer_id)
-        lead_in = self._lead_in()
+        lead_in = self._lead_in() if not self._items and not self._last_block_audible else b""  # idle only
         piece = self.sample_rate_hz * 2  # 1 s
         max_bytes = self.sample_rate_hz * 2 * self._max_queued_ms // 1000
         for i in range(0, len(data), piece):

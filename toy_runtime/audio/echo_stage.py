@@ -203,10 +203,10 @@ class EchoCancelledSource(WrappedSource):
             if ref_ms > _AUDIBLE_RENDER ** 2:
                 self._heard_s += FRAME_MS / 1000
             sounding = max(self._recent_render) > _AUDIBLE_RENDER ** 2
-            if not sounding:
+            if not sounding and self.room_fill and self.canceller.cancels_echo:
                 self._learn_room(cleaned, out_ms)
             if self.canceller.cancels_echo and sounding:
-                if out_ms < self._room_floor_ms and self.room_fill:
+                if out_ms < self._room_floor_ms and self._room_heard():
                     cleaned, out_ms = self._room_piece(cleaned, out_ms)
                 elif out_ms < self._floor or out_ms < self._drop * raw_ms:
                     # The VAD's copy only. The recognizer hears an utterance the VAD opened, pre-roll included, and
@@ -240,10 +240,14 @@ class EchoCancelledSource(WrappedSource):
         if level_ms <= 2.0 * self._room_floor_ms:
             self._room.append(piece)
 
+    def _room_heard(self) -> bool:
+        """The room has a floor worth refilling (a silent room is gated to digital silence)."""
+        return self.room_fill and bool(self._room) and self._room_floor_ms >= _ROOM_AUDIBLE_MS
+
     def _room_piece(self, piece: bytes, level_ms: float) -> tuple[bytes, float]:
         """What a gated or over-suppressed piece becomes: the room as heard with the toy silent, when it has a floor
         worth hearing; else `piece`."""
-        if not self.room_fill or not self._room or self._room_floor_ms < _ROOM_AUDIBLE_MS:
+        if not self._room_heard():
             return piece, level_ms
         self._room.rotate(-1)
         fill = self._room[0]
