@@ -254,6 +254,11 @@ class EarsConfig(Section):
         "speexdsp's adaptive filter with no residual suppressor (Debian's libspeexdsp1; the child's words over the "
         "toy as right as in silence on the echo rig), aec3 = AEC3's output, which the VAD and barge-in use (its "
         "suppressor weakens the child's first syllable: docs/benchmarks.md, 'Ears')")
+    barge_in_margin_db: float = Field(
+        12.0, ge=0, le=60, description="with echo_cancellation on, while the toy talks the child's speech must be this "
+        "much louder than the room's usual level to count (and interrupt): beside a fan or among talkers the VAD took "
+        "the room for speech (audio/room_level.py; on the echo rig false barge-ins 21 -> 1 beside a fan, 48 -> 4 in "
+        "babble); 0 = off, the VAD alone decides")
     wake_word_model: str = Field(
         "okay_nabu", description="with [session] trigger = \"wake_word\": a model in pymicro-wakeword (okay_nabu, "
         "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")

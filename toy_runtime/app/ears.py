@@ -150,5 +150,7 @@ def echo_stage(settings: Settings, source: Any, reference: Any, *,
         from ..adapters.speex_aec import SpeexEchoCanceller
 
         recognizer_canceller = SpeexEchoCanceller(rate)
-    return EchoCancelledSource(source, wrap_canceller(canceller), reference, suppressor=suppressor,
-                               recognizer_canceller=recognizer_canceller, hold_delay=hold_delay)
+    stage = EchoCancelledSource(source, wrap_canceller(canceller), reference, suppressor=suppressor,
+                                recognizer_canceller=recognizer_canceller, hold_delay=hold_delay)
+    stage.barge_in_margin_db = e.barge_in_margin_db or None
+    return stage

@@ -22,6 +22,8 @@ from ..ports.audio import AudioFrame, AudioSource
 from ..ports.echo import FRAME_MS, EchoCanceller, LinearEchoCanceller
 from .echo_delay import EchoDelayMonitor
 from .echo_reference import EchoReference
+from .level import SILENCE_DB
+from .room_level import RoomLevel
 from .wrapped_source import WrappedSource
 
 __all__ = ["EchoCancelledSource", "EchoStats"]
@@ -151,6 +153,11 @@ class EchoCancelledSource(WrappedSource):
         self.room_fill = True
         self._room_floor_ms = 0.0  # the room's level with the toy silent (mean square; 0: not heard yet)
         self._room: deque[bytes] = deque(maxlen=50)  # its last half second at that level
+        # While the toy sounds, speech must be `barge_in_margin_db` louder than the room's usual level (learnt from
+        # the frames with the toy silent): beside a fan or among talkers the VAD took the room for speech while the
+        # toy talked, and interrupted it (audio/room_level.py). None: the VAD alone decides.
+        self.barge_in_margin_db: float | None = 12.0
+        self.room_level = RoomLevel()
         # the linear copy waits this long, so it comes out as late as AEC3's (8 ms): one moment per frame
         self._linear_line = bytearray(2 * max(0, canceller.delay_samples - (
             recognizer_canceller.delay_samples if recognizer_canceller is not None else 0)))
@@ -185,6 +192,8 @@ class EchoCancelledSource(WrappedSource):
                    or self.recognizer_canceller is not None else None)
         gated_before = self.gated
         self._now = frame.timestamp_s
+        frame_sounded = False
+        frame_ms = 0.0  # the sum of the pieces' mean squares
         for i in range(0, len(pcm), 2 * n):
             capture = pcm[i : i + 2 * n]
             render = self.reference.take(frame.timestamp_s + i / 2 / self.sample_rate_hz, n,
@@ -203,6 +212,7 @@ class EchoCancelledSource(WrappedSource):
             if ref_ms > _AUDIBLE_RENDER ** 2:
                 self._heard_s += FRAME_MS / 1000
             sounding = max(self._recent_render) > _AUDIBLE_RENDER ** 2
+            frame_sounded = frame_sounded or sounding
             if not sounding and self.room_fill and self.canceller.cancels_echo:
                 self._learn_room(cleaned, out_ms)
             if self.canceller.cancels_echo and sounding:
@@ -216,6 +226,7 @@ class EchoCancelledSource(WrappedSource):
                     cleaned, out_ms = self._room_piece(bytes(len(cleaned)), 0.0)
                     self.gated += 1
             self.stats.add(raw_ms, out_ms, ref_ms)
+            frame_ms += out_ms
             self._history_render.append(render)
             self._history_out.append(cleaned)
             out += cleaned
@@ -231,7 +242,20 @@ class EchoCancelledSource(WrappedSource):
         differs = for_asr is not None and (self.suppressor is not None or self.recognizer_canceller is not None
                                            or self.gated != gated_before)
         return AudioFrame(bytes(out), frame.sample_rate_hz, frame.timestamp_s - self.delay_s,
-                          bytes(for_asr) if differs and for_asr is not None else None)
+                          bytes(for_asr) if differs and for_asr is not None else None,
+                          speech_floor_db=self._speech_floor(frame_sounded, frame_ms / (len(pcm) // (2 * n))))
+
+    def _speech_floor(self, sounding: bool, mean_square: float) -> float | None:
+        """The frame's speech floor (`AudioFrame.speech_floor_db`): the room's level plus the margin while the toy
+        sounds and the room has been heard; a frame with the toy silent teaches the room's level instead."""
+        if self.barge_in_margin_db is None or not self.canceller.cancels_echo:
+            return None
+        if not sounding:
+            level = 10.0 * math.log10(mean_square / 32768.0**2) if mean_square > 0 else SILENCE_DB
+            self.room_level.hear(max(SILENCE_DB, level))
+            return None
+        room = self.room_level.level_db
+        return None if room is None else room + self.barge_in_margin_db
 
     def _learn_room(self, piece: bytes, level_ms: float) -> None:
         """While the toy is silent: the room's floor (follows a quieter piece at once, a louder one by ~0.5 dB/s) and

@@ -35,6 +35,7 @@ from toy_runtime.audio.endpointer import (
     TooShort,
 )
 from toy_runtime.audio.level import level_db
+from toy_runtime.audio.room_level import heard_as_speech
 from toy_runtime.audio.turn_end import TurnEndPolicy, classify
 from toy_runtime.ports.audio import AudioFrame, AudioSource, RelaxableSource, VoiceActivityDetector
 from toy_runtime.ports.speech import SpeechEngineError, SpeechRecognizer
@@ -248,9 +249,13 @@ class Listener:
                 early = self._predict_turn_end()
                 if early is not None:
                     yield early
+                level = level_db(frame.pcm) if self._levels or frame.speech_floor_db is not None else None
+                # while the toy talks, the room's own "speech" is not the child's (audio/room_level.py)
                 is_speech = self._vad.is_speech(frame)
-                level = level_db(frame.pcm) if self._levels else None
-                for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms, level):
+                if level is not None:
+                    is_speech = heard_as_speech(is_speech, frame, level)
+                for ep_event in self._endpointer.process(frame, is_speech, frame.duration_ms,
+                                                         level if self._levels else None):
                     async for out in self._handle(ep_event, frame):
                         yield out
                 if self._relax is not None and self._relaxed != (idle := not (is_speech or self._endpointer.in_speech)):

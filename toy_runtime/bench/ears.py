@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -115,6 +116,8 @@ class EarsResult:
     render_waits: int = 0  # frames that waited for the speaker to report their render, and how long in all
     render_waited_ms: float = 0.0
     recognizer_echo: str = "aec3"  # what made `asr`: "linear" (speexdsp) or "aec3" (the canceller's own output)
+    # each frame's speech floor (AudioFrame.speech_floor_db; NaN: none): the analysis holds its VAD to it, as `run`
+    speech_floors: np.ndarray | None = None
 
 
 def espeak(text: str, voice: str) -> bytes:
@@ -165,11 +168,13 @@ def plan(p: EarsPlan) -> tuple[list[str], list[ChildClip | None], list[ChildClip
 
 
 async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_reference: bool = True,
-                         hold_delay: bool = True, recognizer_echo: str = "linear") -> EarsResult:
+                         hold_delay: bool = True, recognizer_echo: str = "linear",
+                         barge_in_margin_db: float | None = None) -> EarsResult:
     """Play the plan on `card` (echo path and noise already added) through the runtime's front end, built as `run`
     builds it (app/ears.py `echo_stage`: AEC3, noise suppression, the recognizer's canceller).
 
-    `recognizer_echo` as `[ears] recognizer_echo`: "linear" gives the recognizer speexdsp's copy (AEC3's output,
+    `barge_in_margin_db` as `[ears] barge_in_margin_db` (None: the setting's default). `recognizer_echo` as
+    `[ears] recognizer_echo`: "linear" gives the recognizer speexdsp's copy (AEC3's output,
     recorded as `cancelled`, is then scored beside it on the same capture), "aec3" AEC3's own."""
     from ..adapters.sounddevice_io import SoundDeviceSink, SoundDeviceSource
     from ..app.ears import echo_stage
@@ -184,7 +189,10 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_refer
     mic = SoundDeviceSource("pulse", frame_ms=20)
     reference = EchoReference(16000)
     sink = SoundDeviceSink("pulse", reference=reference if feed_reference else None)
-    settings = load_settings(None, env={"TOY_EARS__RECOGNIZER_ECHO": recognizer_echo})
+    env = {"TOY_EARS__RECOGNIZER_ECHO": recognizer_echo}
+    if barge_in_margin_db is not None:
+        env["TOY_EARS__BARGE_IN_MARGIN_DB"] = str(barge_in_margin_db)
+    settings = load_settings(None, env=env)
     recorders: list[RecordingCanceller] = []
 
     def recording(canceller: Any) -> RecordingCanceller:
@@ -208,8 +216,10 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_refer
     from ..app.engines import endpointer_config
     from ..audio.endpointer import Endpointer, SpeechStarted
     from ..audio.level import level_db
+    from ..audio.room_level import heard_as_speech
     vad = WebRtcVad(settings.vad.aggressiveness)
     endpointer: Endpointer = Endpointer(endpointer_config(settings))
+    floors: list[float] = []
     playing: list[bool] = [False]
     stops: list[tuple[float, float]] = []  # (speech start, capture time; playback stopped, monotonic)
     flushing: list[asyncio.Task] = []
@@ -246,7 +256,9 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_refer
             cpu += time.process_time() - started
             if len(stamps) % 50 == 1:
                 timeline.append((frame.timestamp_s, *reference.timeline()))
-            for event in endpointer.process(frame.timestamp_s, vad.is_speech(out), 20.0, level_db(out.pcm)):
+            level = level_db(out.pcm)
+            floors.append(math.nan if out.speech_floor_db is None else out.speech_floor_db)
+            for event in endpointer.process(frame.timestamp_s, heard_as_speech(vad.is_speech(out), out, level), 20.0, level):
                 if isinstance(event, SpeechStarted) and playing[0] and not judging:
                     judging.append(asyncio.create_task(judge(event.speech[0]), name="bench-ears:own-voice"))
             raw.append(frame.pcm)
@@ -320,7 +332,7 @@ async def capture_on_rig(card: Any, p: EarsPlan, synthesizer: Any, *, feed_refer
         own_voice_checks=[(on_count(t), score, ignored) for t, score, ignored in checks],
         capture_gaps=reference.capture_gaps, underflow_gap_ms=list(reference.gap_ms),
         reference_timeline=timeline, render_waits=stage.render_waits, recognizer_echo=recognizer_echo,
-        render_waited_ms=round(stage.render_waited_s * 1000, 1))
+        render_waited_ms=round(stage.render_waited_s * 1000, 1), speech_floors=np.array(floors))
     _place_clips(result, t0[0] if t0 else 0.0)
     return result
 
@@ -381,6 +393,7 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
     from ..adapters.webrtc_vad import WebRtcVad
     from ..audio.endpointer import Endpointer, SpeechStarted
     from ..audio.level import level_db
+    from ..audio.room_level import heard_as_speech
     from ..config import load_settings
     from ..ports.audio import AudioFrame
 
@@ -416,9 +429,12 @@ def analyse(result: EarsResult, *, settings: Any = None, recognizer: Any = None)
     vad = WebRtcVad(settings.vad.aggressiveness)
     endpointer: Endpointer = Endpointer(endpointer_config(settings))
     starts: list[int] = []
+    floors = result.speech_floors if result.speech_floors is not None else np.full(n, np.nan)
     for i in range(n):
-        frame = AudioFrame(clean[i].tobytes(), 16000, i * 0.02)
-        for event in endpointer.process(i, vad.is_speech(frame), 20.0, level_db(frame.pcm)):
+        floor = float(floors[i]) if i < len(floors) and not np.isnan(floors[i]) else None
+        frame = AudioFrame(clean[i].tobytes(), 16000, i * 0.02, speech_floor_db=floor)
+        level = level_db(frame.pcm)
+        for event in endpointer.process(i, heard_as_speech(vad.is_speech(frame), frame, level), 20.0, level):
             if isinstance(event, SpeechStarted):
                 starts.append(int(event.speech[0]))
     # a start while the toy sounds and no child speaks is the toy's own voice; a start not inside any answer either

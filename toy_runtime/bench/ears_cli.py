@@ -32,6 +32,9 @@ def add_ears_parser(bench_sub: argparse._SubParsersAction) -> argparse.ArgumentP
                         "with AEC3's own output scored beside it on the same capture)")
     p.add_argument("--recognizer", choices=["whisper", "pocketsphinx"], default="whisper",
                    help="what judges the child's words (default whisper, the runtime's default)")
+    p.add_argument("--barge-in-margin-db", type=float, default=None,
+                   help="as [ears] barge_in_margin_db: how much louder than the room speech over the toy must be "
+                        "(default: the setting's, 12; 0 = the VAD alone)")
     p.add_argument("--keep-audio", action="store_true",
                    help="also write each condition's capture (raw, cleaned, reference, speech starts) as .npz, "
                         "to re-score an own-voice check offline")
@@ -70,7 +73,8 @@ def cmd_bench_ears(args: argparse.Namespace) -> int:
                     card.add_room_noise(noise_pcm(noise, 20.0), 16000)
                 with card.applied_env():
                     result = asyncio.run(capture_on_rig(card, plan, voice, hold_delay=not args.no_hold_delay,
-                                                         recognizer_echo=args.recognizer_echo))
+                                                         recognizer_echo=args.recognizer_echo,
+                                                         barge_in_margin_db=args.barge_in_margin_db))
             figures = analyse(result, recognizer=recognizer)
             if args.keep_audio:
                 keep_capture(out / f"capture-{delay}ms-{noise}.npz", result)
@@ -95,7 +99,8 @@ def keep_capture(path: Path, result) -> None:
         clip_over=np.array([c.over_answer for c in result.clips]),
         clip_samples=np.array([len(c.pcm) // 2 for c in result.clips]),
         checks=np.array(result.own_voice_checks, dtype=float).reshape(-1, 3),
-        reference_timeline=np.array(result.reference_timeline, dtype=float).reshape(len(result.reference_timeline), -1))
+        reference_timeline=np.array(result.reference_timeline, dtype=float).reshape(len(result.reference_timeline), -1),
+        speech_floors=result.speech_floors if result.speech_floors is not None else np.zeros(0))
 
 
 def markdown(rows: list[dict]) -> str:

@@ -40,6 +40,9 @@ class AudioFrame:
     # a frame our queue dropped): consecutive frames step by their length, a longer step is audio that never
     # arrived. The echo canceller's reference follows it exactly. None: not known (files, fakes).
     first_sample: int | None = None
+    # While the toy talks (set by the echo stage): the level, in dBFS of `pcm`, a frame must reach to count as speech
+    # (the room's usual level plus a margin: audio/room_level.py). None: whatever the VAD says.
+    speech_floor_db: float | None = None
 
     @property
     def for_recognizer(self) -> bytes:

@@ -1,0 +1,62 @@
+"""How loud the room is with the toy silent, and the level a voice must reach to count as speech while it talks.
+
+Beside a fan or in a room of talkers, the VAD calls the room speech while the toy talks: AEC3's suppressor keys the
+room down at the toy's syllables (a fan), or the room *is* voices (babble, speech in 97-99 % of its frames). Every
+such start interrupts the toy, and a VAD held in speech by the room cannot hear the child begin: on the echo rig
+21 false barge-ins in 51 answers beside a fan, 48 in babble, where 2 of 50 children over the toy were heard.
+
+A child who interrupts a toy speaks to it, from near: on the rig the child's speech frames came out of the front end
+at a median 32 dB above the room's usual level, the room's own "speech" frames at most ~8 dB above it. So while the
+toy sounds a frame counts as speech only if the VAD says so *and* its level is `margin_db` over the room's level
+(`speech_floor_db`). The room's level is the 20th percentile of the front end's output levels over the last 30 s
+of frames with the toy silent: a child talking in most of those frames still leaves the pauses between words, and a
+percentile does not follow one loud moment. While the toy is silent nothing changes: a soft child is heard as before.
+
+Replayed offline on kept rig captures (100 answers each; `[ears] barge_in_margin_db`, docs/benchmarks.md, "Ears",
+tenth round): a fan 22 → 1 speech starts with only the toy and the room, children heard 45 → 46 of 50; babble
+56 → 4, children heard 1 → 44 of 50.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ..ports.audio import AudioFrame
+
+__all__ = ["RoomLevel", "heard_as_speech"]
+
+
+class RoomLevel:
+    """The room's usual level (dBFS), from the levels of frames heard with the toy silent."""
+
+    def __init__(self, *, percentile: float = 20.0, keep_frames: int = 1500, least_frames: int = 25,
+                 every_frames: int = 50) -> None:
+        self.percentile = percentile
+        self._levels: deque[float] = deque(maxlen=keep_frames)  # 30 s of 20 ms frames
+        # No level before half a second of the room: the rig's first answer came 0.5 s after the start, and with a
+        # second needed its whole first answer had no floor (the one false barge-in left beside a fan, 1.6 s in)
+        self._least = least_frames
+        self._every = every_frames  # the percentile is taken again once a second, not per frame
+        self._since = 0
+        self._level: float | None = None
+
+    def hear(self, level_db: float) -> None:
+        """One frame's level (dBFS), heard while the toy was silent."""
+        self._levels.append(level_db)
+        self._since += 1
+        if len(self._levels) >= self._least and (self._level is None or self._since >= self._every):
+            self._since = 0
+            self._level = float(np.percentile(np.fromiter(self._levels, float, len(self._levels)), self.percentile))
+
+    @property
+    def level_db(self) -> float | None:
+        """The room's usual level; None until it has been heard for half a second."""
+        return self._level
+
+
+def heard_as_speech(is_speech: bool, frame: AudioFrame, level_db: float) -> bool:
+    """The VAD's verdict on `frame`, held to the frame's speech floor: while the toy talks, speech must be louder
+    than the room by the margin (`AudioFrame.speech_floor_db`); otherwise the VAD's word stands."""
+    return is_speech and (frame.speech_floor_db is None or level_db >= frame.speech_floor_db)
