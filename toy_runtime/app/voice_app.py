@@ -238,7 +238,9 @@ async def run_voice(settings: Settings, *, keyboard: bool = False, once: bool = 
         async def load_voice():
             # the canceller first: it must be in place before the toy can make a sound (front_end.py)
             await load("echo canceller", lambda s: load_canceller(s, ears))
-            ears_lines = [*ears.describe(), f"barge-in {'on' if settings.barge_in else 'off'}"]
+            margin = settings.ears.barge_in_margin_db if settings.ears.echo_cancellation else 0
+            barge_in = ("on" + (f" ({margin:g} dB over the room)" if margin else "")) if settings.barge_in else "off"
+            ears_lines = [*ears.describe(), f"barge-in {barge_in}"]
             print("ears: " + "; ".join(ears_lines), file=stream, flush=True)
             if console is not None:
                 console.show_ears(ears_lines)

@@ -12,9 +12,9 @@ toy sounds a frame counts as speech only if the VAD says so *and* its level is `
 of frames with the toy silent: a child talking in most of those frames still leaves the pauses between words, and a
 percentile does not follow one loud moment. While the toy is silent nothing changes: a soft child is heard as before.
 
-Replayed offline on kept rig captures (100 answers each; `[ears] barge_in_margin_db`, docs/benchmarks.md, "Ears",
-tenth round): a fan 22 → 1 speech starts with only the toy and the room, children heard 45 → 46 of 50; babble
-56 → 4, children heard 1 → 44 of 50.
+Live on the echo rig (`bench ears --answers 100`; `[ears] barge_in_margin_db`, docs/benchmarks.md, "Ears", tenth
+round): false barge-ins in 51 answers beside a fan 21 → 0, children over the toy heard 45 → 50 of 50; in babble
+48 → 2 (both in the first answer, AEC3 still converging), children heard 2 → 50 of 50; a quiet room unchanged.
 """
 
 from __future__ import annotations
