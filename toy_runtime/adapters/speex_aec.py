@@ -41,8 +41,6 @@ def load_speexdsp() -> ctypes.CDLL:
     lib.speex_echo_state_init.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.speex_echo_state_destroy.restype = None
     lib.speex_echo_state_destroy.argtypes = [ctypes.c_void_p]
-    lib.speex_echo_state_reset.restype = None
-    lib.speex_echo_state_reset.argtypes = [ctypes.c_void_p]
     lib.speex_echo_cancellation.restype = None
     lib.speex_echo_cancellation.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p]
     lib.speex_echo_ctl.restype = ctypes.c_int
@@ -104,10 +102,6 @@ class SpeexEchoCanceller:
             del self._line[: len(render)]
         self._lib.speex_echo_cancellation(self._state, capture, played, self._out)
         return self._out.raw
-
-    def reset(self) -> None:
-        """Forget the echo path (another device): the filter starts from nothing."""
-        self._lib.speex_echo_state_reset(self._state)
 
     def describe(self) -> str:
         """One line: the linear canceller and its reach."""
