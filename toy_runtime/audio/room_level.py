@@ -14,7 +14,7 @@ percentile does not follow one loud moment. While the toy is silent nothing chan
 
 Live on the echo rig (`bench ears --answers 100`; `[ears] barge_in_margin_db`, docs/benchmarks.md, "Ears", tenth
 round): false barge-ins in 51 answers beside a fan 21 → 0, children over the toy heard 45 → 50 of 50; in babble
-48 → 2 (both in the first answer, AEC3 still converging), children heard 2 → 50 of 50; a quiet room unchanged.
+48 → 1–2 (in the first answer, AEC3 still converging), children heard 2 → 50 of 50; a quiet room unchanged.
 """
 
 from __future__ import annotations
