@@ -143,13 +143,21 @@ class CountingEncoder:
 
 def test_mandarin_is_heard_again_in_a_longer_window_and_english_is_not(tmp_path_factory, speak_zh, speak16k):
     """Mandarin is encoded again in an 8 s window once detected (beside a fan 11.5 -> 9.9 % of the characters
-    wrong, in babble 17.3 -> 13.5 %); English keeps its 5 s window: every English turn waits for the decode."""
+    wrong, in babble 17.3 -> 13.5 %); English keeps its 5 s window: every English turn waits for the decode. After
+    a Mandarin utterance the next is encoded in the 8 s window first: Mandarin again needs no second encode."""
     recognizer = WhisperRecognizer(tmp_path_factory.mktemp("ww"))
     counting = recognizer._model = CountingEncoder(recognizer._model)
     assert hanzi(recognizer.transcribe(speak_zh("你叫什么名字")).text) == "你叫什么名字"
     assert len(counting.windows_s) == 2 and counting.windows_s[0] < 6 <= 8 <= counting.windows_s[1] < 9, \
         counting.windows_s
-    counting.windows_s.clear()
+    counting.windows_s.clear()  # after Mandarin, Mandarin again: one encode, in Mandarin's window
+    assert hanzi(recognizer.transcribe(speak_zh("你叫什么名字")).text) == "你叫什么名字"
+    assert len(counting.windows_s) == 1 and 8 <= counting.windows_s[0] < 9, counting.windows_s
+    counting.windows_s.clear()  # English after Mandarin: heard in Mandarin's window, decoded in its own
+    assert words(recognizer.transcribe(speak16k("turn the volume down")).text) == "turn the volume down"
+    assert len(counting.windows_s) == 2 and counting.windows_s[1] < 6 <= 8 <= counting.windows_s[0], \
+        counting.windows_s
+    counting.windows_s.clear()  # English after English: its own window only
     assert words(recognizer.transcribe(speak16k("turn the volume down")).text) == "turn the volume down"
     assert len(counting.windows_s) == 1 and counting.windows_s[0] < 6, counting.windows_s
 

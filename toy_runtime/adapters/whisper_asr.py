@@ -7,7 +7,8 @@ Whisper is not a streaming model, so this adapter makes the non-streaming path s
 docs/benchmarks.md, "Hearing Chinese and English"):
 
 - the encoder's window is the audio plus `pad_s` of silence, at least `min_window_s` (Mandarin, once detected, is
-  encoded again with at least `zh_min_window_s`: it hears better there), not Whisper's fixed 30 s
+  encoded again with at least `zh_min_window_s`: it hears better there; after a Mandarin utterance the next is
+  encoded in that window first, and only English heard there again in its own), not Whisper's fixed 30 s
   (its cost grows with the window; trained on 30 s, it still transcribes a short window right when a little
   silence follows the speech; a single word in a window under ~4 s often gained a character: "再见者");
 - greedy decoding for English (beams again only when the model is unsure of it), three beams for Mandarin, with a
@@ -244,11 +245,16 @@ class WhisperRecognizer:
             return self._model.encode(ctranslate2.StorageView.from_array(log_mel(samples, pad_s=pad)[None]),
                                       to_cpu=False)
 
-        window = self._zh_min_window_s if self._languages == ("zh",) else self._min_window_s
+        # After a Mandarin utterance the next one is most likely Mandarin too: it is encoded at once in Mandarin's
+        # window, and the 5 s encode that only told its language is saved; English heard there gets its own window.
+        mandarin_first = self._languages == ("zh",) or ("zh" in self._languages and self.language == "zh")
+        window = self._zh_min_window_s if mandarin_first else self._min_window_s
         encoded = encode(window)
         language = self._detect(encoded)
         if language == "zh" and window < self._zh_min_window_s and seconds + self._pad_s < self._zh_min_window_s:
             encoded = encode(self._zh_min_window_s)  # Mandarin hears better in a longer window (see __init__)
+        elif language != "zh" and window > self._min_window_s and seconds + self._pad_s < window:
+            encoded = encode(self._min_window_s)  # English keeps its own window (see __init__)
         prompt = self._prompt(language)
         max_length = len(prompt) + max(8, int(seconds * self._max_tokens_per_s) + 4)
         beam = self._zh_beam_size if language == "zh" else self._beam_size
