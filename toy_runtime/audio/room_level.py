@@ -36,7 +36,7 @@ class RoomLevel:
         self.percentile = percentile
         self._levels: deque[float] = deque(maxlen=keep_frames)  # 30 s of 20 ms frames
         # No level before half a second of the room: the rig's first answer came 0.5 s after the start, and with a
-        # second needed its whole first answer had no floor (the one false barge-in left beside a fan, 1.6 s in)
+        # second needed its whole first answer had no floor (the one false barge-in left beside a fan came in it)
         self._least = least_frames
         self._every = every_frames  # the percentile is taken again once a second, not per frame
         self._since = 0
