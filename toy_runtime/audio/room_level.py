@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
-
 from ..ports.audio import AudioFrame
 
 __all__ = ["RoomLevel", "heard_as_speech"]
@@ -48,7 +46,9 @@ class RoomLevel:
         self._since += 1
         if len(self._levels) >= self._least and (self._level is None or self._since >= self._every):
             self._since = 0
-            self._level = float(np.percentile(np.fromiter(self._levels, float, len(self._levels)), self.percentile))
+            # sorted, not numpy: the listener imports this before `ready`, and numpy loads after it (start-up time)
+            ranked = sorted(self._levels)
+            self._level = ranked[round(self.percentile / 100 * (len(ranked) - 1))]
 
     @property
     def level_db(self) -> float | None:
