@@ -162,6 +162,23 @@ def test_mandarin_is_heard_again_in_a_longer_window_and_english_is_not(tmp_path_
     assert len(counting.windows_s) == 1 and counting.windows_s[0] < 6, counting.windows_s
 
 
+def test_mandarin_the_detector_took_for_english_is_decoded_as_mandarin(tmp_path_factory, speak_zh, speak16k):
+    """Told English, the decoder may still write the Chinese it hears: in babble "再见" was detected English and
+    came out "再見" (traditional characters, answered in English). Such an utterance is decoded again as Mandarin.
+    Here the detector always says English (a switch factor no score reaches); told English, this sentence came out
+    in Chinese at all four alignments (others come out translated, "Bye.", and stay English: nothing to read)."""
+    from toy_runtime.bench.hearing import SHIFTS, in_room
+
+    deaf = WhisperRecognizer(tmp_path_factory.mktemp("wz"), switch_factor=1e12)
+    said = speak_zh("明天早上八点提醒我刷牙")
+    for shift in SHIFTS:
+        result = deaf.transcribe(in_room(said, None, shift=shift))
+        assert result.language == "zh" and hanzi(result.text) == "明天早上8点提醒我刷牙", (shift, result)
+    assert deaf.mandarin_rescues == len(SHIFTS)
+    english = deaf.transcribe(speak16k("turn the volume down"))
+    assert english.language == "en" and deaf.mandarin_rescues == len(SHIFTS), english
+
+
 def test_silence_and_noise_give_no_words(whisper):
     import numpy as np
 

@@ -17,7 +17,8 @@ docs/benchmarks.md, "Hearing Chinese and English"):
 - the language is detected between `languages` only (en/zh): the first unless another is `switch_factor` times
   more likely (English in espeak-ng voices scored up to 7x more Mandarin than English; Mandarin scored at least
   145x more Mandarin: measured over the benchmark's sentences), and Mandarin gets a simplified-Chinese prompt
-  (without it Whisper writes traditional characters; text that repeats the prompt is dropped);
+  (without it Whisper writes traditional characters; text that repeats the prompt is dropped); an utterance
+  detected English whose English decode comes out in Chinese characters is decoded again as Mandarin;
 - the whole utterance is decoded once, when the listener finishes it early in the end-of-speech hangover: in int8
   this takes ~0.1 s for a 2 s utterance here (0.1 CPU-s per audio second), inside the hangover, so the child waits
   no longer than with the streaming recognizer; partials (a re-decode every `partial_interval_ms`) are off by
@@ -41,6 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from toy_runtime.language import has_cjk
 from toy_runtime.ports.speech import SpeechEngineError
 
 __all__ = ["WhisperRecognizer", "WhisperResult", "load_whisper_base"]
@@ -171,6 +173,7 @@ class WhisperRecognizer:
         self._unsure_beam_size = unsure_beam_size
         self._unsure_below = unsure_below
         self.second_looks = 0  # decodes done again with beams because the first was unsure
+        self.mandarin_rescues = 0  # utterances detected English whose English decode came out in Chinese
         self._switch_factor = switch_factor
         self._ids = {name: self._tokenizer.token_to_id(name) for name in (
             "<|startoftranscript|>", "<|transcribe|>", "<|notimestamps|>", "<|startofprev|>", "<|nospeech|>",
@@ -255,6 +258,19 @@ class WhisperRecognizer:
             encoded = encode(self._zh_min_window_s)  # Mandarin hears better in a longer window (see __init__)
         elif language != "zh" and window > self._min_window_s and seconds + self._pad_s < window:
             encoded = encode(self._min_window_s)  # English keeps its own window (see __init__)
+        result = self._decode_in(language, encoded, seconds)
+        if language != "zh" and "zh" in self._languages and has_cjk(result.text):
+            # Told English, the decoder still wrote Chinese: the child spoke Mandarin where the detector was unsure
+            # (in babble "再见" was detected English and written "再見": traditional, and answered in English).
+            # Decoded again as Mandarin, in its window, with its prompt and beams.
+            self.mandarin_rescues += 1
+            if seconds + self._pad_s < self._zh_min_window_s:
+                encoded = encode(self._zh_min_window_s)
+            result = self._decode_in("zh", encoded, seconds)
+        return result
+
+    def _decode_in(self, language: str, encoded: Any, seconds: float) -> WhisperResult:
+        """The encoded speech (`seconds` long) decoded as `language`, tidied, empty if it held no speech."""
         prompt = self._prompt(language)
         max_length = len(prompt) + max(8, int(seconds * self._max_tokens_per_s) + 4)
         beam = self._zh_beam_size if language == "zh" else self._beam_size
