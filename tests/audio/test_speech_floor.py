@@ -49,6 +49,21 @@ def test_the_rooms_level_follows_a_room_that_got_louder():
     assert room.level_db == pytest.approx(-40.0, abs=0.5)
 
 
+def test_a_room_heard_briefly_sets_a_higher_floor():
+    """A short look at a room of talkers read it 6 dB quieter than its 30 s level: until the room has been heard
+    for 5 s the floor stands 6 dB higher, then the margin alone."""
+    room = RoomLevel()
+    assert room.floor_db(12.0) is None
+    for _ in range(25):
+        room.hear(-55.0)
+    assert room.floor_db(12.0) == pytest.approx(-55.0 + 12.0 + 6.0)
+    for _ in range(224):
+        room.hear(-55.0)
+    assert room.floor_db(12.0) == pytest.approx(-37.0)  # 249 frames: still young
+    room.hear(-55.0)
+    assert room.floor_db(12.0) == pytest.approx(-43.0)
+
+
 def floors(stage, mic: np.ndarray) -> list[tuple[AudioFrame, float | None]]:
     pcm = np.clip(mic, -32768, 32767).astype(np.int16)
     out = []
@@ -65,7 +80,8 @@ def test_frames_with_the_toy_talking_carry_the_rooms_level_plus_the_margin():
     assert all(floor is None for _, floor in out[:100])  # the toy silent: the VAD decides alone
     talking = [floor for _, floor in out[102:]]
     assert all(floor is not None for floor in talking)
-    assert max(abs(floor - (room + 12.0)) for floor in talking) < 1.5
+    # the room heard for 2 s only: the floor stands 6 dB higher until it has been heard for 5 s
+    assert max(abs(floor - (room + 12.0 + 6.0)) for floor in talking) < 1.5
 
 
 def test_no_floor_with_the_margin_off():

@@ -254,8 +254,7 @@ class EchoCancelledSource(WrappedSource):
             level = 10.0 * math.log10(mean_square / 32768.0**2) if mean_square > 0 else SILENCE_DB
             self.room_level.hear(max(SILENCE_DB, level))
             return None
-        room = self.room_level.level_db
-        return None if room is None else room + self.barge_in_margin_db
+        return self.room_level.floor_db(self.barge_in_margin_db)
 
     def _learn_room(self, piece: bytes, level_ms: float) -> None:
         """While the toy is silent: the room's floor (follows a quieter piece at once, a louder one by ~0.5 dB/s) and
