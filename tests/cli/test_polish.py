@@ -192,10 +192,15 @@ def test_ctrl_c_at_the_idle_chat_prompt_exits_at_once(tmp_path):
     Driven through a real terminal (a pty), as a person types it."""
     import pty
     import select
+    import signal
     import time
 
     pid, fd = pty.fork()
     if pid == 0:  # the child: the command on the pty's terminal
+        # As a shell starts a command in the foreground: SIGINT at its default. Started from a background job
+        # (`.ci/run … &`), this process ignores SIGINT, the child would inherit that across exec, and Ctrl-C would
+        # rightly do nothing (a CI run failed so).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execve(sys.executable, [sys.executable, "-m", "toy_runtime", "chat"], clean_env(tmp_path))
     seen = b""
     exit_code = None
