@@ -257,8 +257,8 @@ class EarsConfig(Section):
     barge_in_margin_db: float = Field(
         12.0, ge=0, le=60, description="with echo_cancellation on, while the toy talks the child's speech must be this "
         "much louder than the room's usual level to count (and interrupt): beside a fan or among talkers the VAD took "
-        "the room for speech (audio/room_level.py; on the echo rig false barge-ins in 51 answers 21 -> 0 beside a fan, 48 -> 1-2 "
-        "in babble); 0 = off, the VAD alone decides")
+        "the room for speech (audio/room_level.py; on the echo rig false barge-ins in 51 answers 21 -> 0 beside a fan, 48 -> 0 "
+        "in babble; 6 dB more until the room has been heard for 5 s); 0 = off, the VAD alone decides")
     wake_word_model: str = Field(
         "okay_nabu", description="with [session] trigger = \"wake_word\": a model in pymicro-wakeword (okay_nabu, "
         "hey_jarvis, hey_mycroft, alexa) or the path of a microWakeWord JSON config (a maker's own word)")

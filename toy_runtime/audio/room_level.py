@@ -47,14 +47,15 @@ class RoomLevel:
         # cleared that floor and interrupted the toy's first answer (the one false barge-in left in babble). Until
         # the room has been heard `young_frames` (5 s), a floor stands `young_margin_db` higher; beside a fan the
         # first half second was within 1 dB of the 30 s level, and a child over the toy is ~30 dB above it.
+        # Counted by the levels kept, so it must be no more than `keep_frames`.
+        if young_frames > keep_frames:
+            raise ValueError(f"young_frames {young_frames} is more than the {keep_frames} frames kept")
         self._young = young_frames
         self.young_margin_db = young_margin_db
-        self._heard = 0
 
     def hear(self, level_db: float) -> None:
         """One frame's level (dBFS), heard while the toy was silent."""
         self._levels.append(level_db)
-        self._heard += 1
         self._since += 1
         if len(self._levels) >= self._least and (self._level is None or self._since >= self._every):
             self._since = 0
@@ -72,7 +73,7 @@ class RoomLevel:
         `young_margin_db` while the room has been heard less than `young_frames`; None before its level."""
         if self._level is None:
             return None
-        return self._level + margin_db + (self.young_margin_db if self._heard < self._young else 0.0)
+        return self._level + margin_db + (self.young_margin_db if len(self._levels) < self._young else 0.0)
 
 
 def heard_as_speech(is_speech: bool, frame: AudioFrame, level_db: float) -> bool:
