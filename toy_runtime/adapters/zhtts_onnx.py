@@ -121,15 +121,26 @@ class ZhttsVoice:
 
     def voice_clause(self, clause: str) -> bytes:
         """One clause as int16 PCM at `sample_rate_hz` (blocking)."""
+        return self.voice_clause_aligned(clause)[0]
+
+    def phoneme_ids(self, text: str) -> list[int]:
+        """The front end's symbols for `text` (initials, finals, prosody marks; a silence and an end mark last)."""
+        return list(self._processor.text_to_sequence(text, inference=True))
+
+    def voice_clause_aligned(self, clause: str) -> tuple[bytes, list[int]]:
+        """One clause as int16 PCM, and how many of its samples each of `phoneme_ids(clause)` lasts (blocking)."""
         import numpy as np
 
-        ids = self._processor.text_to_sequence(clause, inference=True)
+        ids = self.phoneme_ids(clause)
         feeds = dict(zip(self._inputs, (np.array([ids], np.int32), np.array([0], np.int32),
                                         np.array([1.0 / self._speed], np.float32), np.array([1.0], np.float32),
                                         np.array([1.0], np.float32))))
-        mel = self._acoustic.run(None, feeds)[1]  # [mel before, mel after the postnet, durations, f0, energy]
+        outputs = self._acoustic.run(None, feeds)  # [mel before, mel after the postnet, durations, f0, energy]
+        mel, frames = outputs[1], outputs[2][0]
         audio = self._vocoder.run(None, {self._vocoder_input: mel})[0][0, :, 0]
-        return np.clip(audio * 32767.0, -32767, 32767).astype(np.int16).tobytes()
+        hop = len(audio) // max(1, mel.shape[1])  # samples per mel frame (300 at 24 kHz)
+        pcm = np.clip(audio * 32767.0, -32767, 32767).astype(np.int16).tobytes()
+        return pcm, [int(f) * hop for f in frames]
 
     def warm_up(self) -> None:
         """Voice one short clause (blocking): onnxruntime's first run is the slow one."""

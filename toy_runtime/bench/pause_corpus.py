@@ -13,6 +13,8 @@ Speech: piper joe (English) and the neural Mandarin voice (scripts/make_mandarin
 WAV (bench/utterances.py); each part from its audible onset to its audible end.
 
     python -m toy_runtime.bench.pause_corpus        # the table (Markdown), every hangover
+    python -m toy_runtime.bench.pause_corpus --predicted --whole-sentences   # predicted too; parts cut from
+                                                    # whole sentences (bench/whole_sentences.py)
 """
 
 from __future__ import annotations
@@ -134,19 +136,22 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
 
 def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggressiveness: int = 2,
                turn_end: Any = None, hear: Callable[[bytes], str] | None = None,
-               early_final_ms: int = 40) -> list[CorpusResult]:
+               early_final_ms: int = 40, whole_sentences: bool = False) -> list[CorpusResult]:
     """Every utterance of the corpus at every hangover, and with `turn_end` and `hear` also predicted (at its
-    `hangover_ms`, each silence judged `early_final_ms` into it)."""
+    `hangover_ms`, each silence judged `early_final_ms` into it). `whole_sentences`: each paused utterance voiced
+    as one sentence and cut at its pauses (bench/whole_sentences.py), not its parts voiced apart."""
     from ..adapters.webrtc_vad import WebRtcVad
     from ..language import has_cjk
     from .utterances import audible_phrase as _part
+    from .whole_sentences import whole_sentence_parts
 
     def vad() -> Any:
         return WebRtcVad(aggressiveness)
 
     results = []
     for index, parts_text in enumerate(PAUSED):
-        parts = [_part(t, cache_dir) for t in parts_text]
+        parts = (whole_sentence_parts(parts_text, cache_dir) if whole_sentences
+                 else [_part(t, cache_dir) for t in parts_text])
         pauses = tuple(PAUSES_MS[(index + k) % len(PAUSES_MS)] for k in range(len(parts) - 1))
         language = "zh" if has_cjk(parts_text[0]) else "en"
         for hangover in hangovers:
@@ -199,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache-dir", type=Path, default=utterance_cache_dir())
     p.add_argument("--predicted", action="store_true",
                    help="also end turns by prediction ([vad] defaults), judging each silence by Whisper's transcript")
+    p.add_argument("--whole-sentences", action="store_true",
+                   help="voice each paused utterance as one sentence and cut it at its pauses (a prefix keeps the "
+                        "melody of a sentence that goes on), not its parts voiced apart")
     args = p.parse_args(argv)
     turn_end = hear = None
     early = 40
@@ -218,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 recognizer.accept(pcm[i : i + 640])
             return recognizer.finish()
 
-    print(markdown(run_corpus(args.cache_dir, turn_end=turn_end, hear=hear, early_final_ms=early)))
+    print(markdown(run_corpus(args.cache_dir, turn_end=turn_end, hear=hear, early_final_ms=early,
+                                whole_sentences=args.whole_sentences)))
     return 0
 
 

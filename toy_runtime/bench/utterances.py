@@ -21,7 +21,7 @@ import numpy as np
 from ..audio.resample import resample
 from .heard import levels_of
 
-__all__ = ["utterance", "utterance_cache_dir", "vad_tail_ms"]
+__all__ = ["utterance", "utterance_cache_dir", "vad_tail_ms", "audible_phrase", "audible_span"]
 
 def utterance_cache_dir() -> Path:
     """Where the benches cache their utterances: $XDG_CACHE_HOME (else ~/.cache)/toy-runtime/bench-voice."""
@@ -110,7 +110,12 @@ def vad_tail_ms(pcm: bytes, rate: int, threshold_db: float, *, aggressiveness: i
 def audible_phrase(text: str, cache_dir: Path, threshold_db: float = -50.0) -> np.ndarray:
     """The phrase at 16 kHz from its audible onset to its audible end."""
     pcm, rate = utterance(text, cache_dir)
-    x = np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2")
+    return audible_span(np.frombuffer(resample(pcm, rate, 16000) if rate != 16000 else pcm, dtype="<i2"),
+                        threshold_db)
+
+
+def audible_span(x: np.ndarray, threshold_db: float = -50.0) -> np.ndarray:
+    """16 kHz speech `x` from its first to its last window above `threshold_db` (all of it if none is)."""
     levels = levels_of(x, 16000)
     loud = np.nonzero(levels.db > threshold_db)[0]
     if len(loud) == 0:
