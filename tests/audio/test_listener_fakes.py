@@ -260,6 +260,28 @@ async def test_speech_resuming_after_an_early_final_replays_the_whole_utterance(
     assert asr.starts == 2
 
 
+async def test_the_vads_quiet_overhang_after_an_early_final_is_not_speech_resuming():
+    """Live, after an early final the VAD went on calling the quiet room speech; each such frame crept the end of
+    speech forward and was taken for the child going on: the utterance was replayed and decoded again on every
+    frame (~0.2 s of the recognizer's thread each), and the listener fell seconds behind the mic. Only a frame at
+    speaking level is the child going on."""
+    from toy_runtime.fakes.audio import silence, tone
+
+    quiet = (np.random.default_rng(0).normal(0, 30, 16 * 600)).astype("<i2").tobytes()  # ~-61 dBFS: VAD "speech"
+    for again in (False, True):
+        pcm = silence(500) + tone(600) + quiet + (tone(400) if again else b"") + silence(800)
+        asr = ScriptedASR(["turn it up", "turn it up now"])
+        listener = Listener(ListSource(pcm, clock=lambda: 100.0), ScriptedVAD(threshold=5.0), asr, CFG,
+                            early_final_ms=100)
+        src = listener._source
+        try:
+            utts = [e for e in await collect(listener, src) if isinstance(e, Utterance)]
+        finally:
+            await listener.aclose()
+        assert [u.text for u in utts] == (["turn it up now"] if again else ["turn it up"])
+        assert listener.early_final_replays == (1 if again else 0) and asr.starts == (2 if again else 1)
+
+
 async def test_a_click_finished_early_is_still_discarded_and_the_next_utterance_is_whole():
     segments = (("silence", 500), ("speech", 100), ("silence", 600), ("speech", 600), ("silence", 600))
     events, asr, listener = await run_listener(segments, ["click", "hello there"], early_final_ms=100)

@@ -163,3 +163,37 @@ async def test_a_slow_transcript_holds_the_turn_open_instead_of_letting_the_fixe
     asyncio.get_running_loop().call_later(2.0, executor.release)
     utterances = [e async for e in listener.events() if isinstance(e, Utterance)]
     assert [u.text for u in utterances] == ["Can you tell me why the sky is blue?"]
+
+
+def _endpoint_with_levels(hold_ms: float, *, loud_again: bool) -> tuple[float, bool]:
+    """The room at −70 dBFS for 200 ms, speech at −20 dBFS 200–700 ms, then 400 ms that the VAD still calls speech
+    at the room's level (its overhang, or a room it takes for speech), then the room (or, `loud_again`, speech
+    again at 1300–1400 ms); hold(hold_ms) at 740 ms. The end's at_ms, and whether the endpointer saw speech come
+    back after the end it held from."""
+    ep: Endpointer[int] = Endpointer(EndpointerConfig(hangover_ms=300, preroll_ms=0, min_utterance_ms=0))
+    held_from, resumed = None, False
+    for i in range(300):
+        t = i * 10
+        loud = 200 <= t < 700 or (loud_again and 1300 <= t < 1400)
+        vad = loud or 700 <= t < 1100
+        if t == 740:
+            ep.hold(hold_ms)
+            held_from = ep.speech_end_ms
+        if held_from is not None and ep.in_speech:
+            resumed = resumed or ep.resumed_after(held_from)
+        for event in ep.process(i, vad, 10.0, -20.0 if loud else -70.0):
+            if isinstance(event, SpeechEnded):
+                return event.at_ms, resumed
+    raise AssertionError("no end")
+
+
+def test_a_held_wait_outlasts_the_vads_quiet_overhang_and_speech_at_speaking_level_releases_it():
+    """Live, a VAD overhang at the room's level crept the end of speech forward frame by frame; each step used to
+    count as speech resuming: the held wait was dropped for the fixed hangover, and the listener replayed and
+    decoded the utterance again on every frame."""
+    end, resumed = _endpoint_with_levels(1200, loud_again=False)
+    assert not resumed
+    # the end crept to 1100 − 150 (the level credit): the held 1,200 ms counts from there, not a 300 ms hangover
+    assert end == pytest.approx(950 + 1200)
+    end, resumed = _endpoint_with_levels(1200, loud_again=True)
+    assert resumed and end == pytest.approx(1400 + 300)  # the child went on: the configured hangover again

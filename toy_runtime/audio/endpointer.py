@@ -194,8 +194,8 @@ class Endpointer(Generic[F]):
 
     def hold(self, hangover_ms: float) -> None:
         """End the open utterance after `hangover_ms` of silence from its current speech end (instead of the
-        configured hangover); speech resuming restores the configured one. No effect while idle. The next frame
-        ends it if that much silence has passed already."""
+        configured hangover); speech resuming (`resumed_after`) restores the configured one. No effect while idle.
+        The next frame ends it if that much silence has passed already."""
         if hangover_ms <= 0:
             raise ValueError("hangover_ms must be > 0")
         if self._open:
@@ -203,10 +203,22 @@ class Endpointer(Generic[F]):
 
     @property
     def hangover_now_ms(self) -> float:
-        """The wait that applies to the current silence: the held one, or the configured hangover."""
-        if self._hold_ms is not None and self._open and self._speech_end() == self._hold_from:
+        """The wait that applies to the current silence: the held one until speech resumes, or the configured
+        hangover."""
+        if self._hold_ms is not None and self._open and not self.resumed_after(self._hold_from):
             return self._hold_ms
         return self.config.hangover_ms
+
+    def resumed_after(self, at_ms: float) -> bool:
+        """Whether speech came back after `at_ms` (a speech end reached before): a speech frame at speaking level
+        after it. The VAD's own overhang, or a quiet room it takes for speech, only creeps the end of speech
+        forward (by `level_credit_ms` less than the VAD's end): that is not the child going on. Without levels (or
+        in an utterance with no loud frame at all), any speech frame after it."""
+        if not self._open:
+            return False
+        if self._last_loud_end is None:
+            return self._last_speech_end > at_ms
+        return self._last_loud_end > at_ms
 
     def process(self, frame: F, is_speech: bool, frame_ms: float, level_db: float | None = None
                 ) -> list[EndpointEvent]:

@@ -322,8 +322,11 @@ class Listener:
             await self._feed(pcm)
             return
         speech_end = self._endpointer.speech_end_ms
-        if self._early is not None and speech_end is not None and speech_end > self._early_speech_end:
-            # speech resumed: the early transcript misses it; the recognizer hears the whole utterance again
+        if self._early is not None and self._endpointer.resumed_after(self._early_speech_end):
+            # speech resumed: the early transcript misses it; the recognizer hears the whole utterance again. Not
+            # on the VAD's overhang or a room it takes for speech (quiet frames): live, each such frame replayed
+            # the utterance and decoded it again, ~0.2 s of the recognizer's thread per 20 ms frame, and the
+            # listener fell seconds behind the mic (docs/benchmarks.md, "Turn-taking", the pause session)
             self._drop_early()
             self.early_final_replays += 1
             replay, self._utterance_pcm = self._utterance_pcm, []
