@@ -31,7 +31,7 @@ import numpy as np
 from .utterances import utterance_cache_dir
 
 __all__ = ["PAUSED", "COMPLETE", "PAUSES_MS", "HANGOVERS_MS", "CorpusResult", "judge_utterance", "run_corpus",
-           "markdown"]
+           "markdown", "join_parts", "room_noise", "pauses_for"]
 
 PAUSED: tuple[tuple[str, ...], ...] = (
     ("I want", "um", "a story about a dragon"), ("can you tell me", "why the sky is blue"),
@@ -79,6 +79,33 @@ class CorpusResult:
     mode: str = "fixed"  # "fixed" hangover, or "predicted" (end-of-turn prediction, audio/turn_end.py)
 
 
+def room_noise(samples: int, seed: int, room_dbfs: float | None = -65.0) -> np.ndarray:
+    """A quiet room: seeded white noise at `room_dbfs` RMS, 16-bit (None: digital silence)."""
+    if room_dbfs is None:
+        return np.zeros(samples, np.int16)
+    return np.random.default_rng(seed).normal(0, 32768 * 10 ** (room_dbfs / 20), samples).astype(np.int16)
+
+
+def join_parts(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], *, seed: int = 0, lead_ms: int = 0,
+               room_dbfs: float | None = -65.0) -> tuple[np.ndarray, int]:
+    """`parts` (16 kHz int16) after `lead_ms` of the room, joined by `pauses_ms` of it; and where the last part
+    starts (samples). The audio ends with the last part's audible end."""
+    rate = 16000
+    pieces = [room_noise(rate * lead_ms // 1000, seed, room_dbfs)]
+    last_start = 0
+    for i, part in enumerate(parts):
+        if i:
+            pieces.append(room_noise(rate * pauses_ms[i - 1] // 1000, seed + i, room_dbfs))
+        last_start = sum(len(p) for p in pieces)
+        pieces.append(part)
+    return np.concatenate(pieces), last_start
+
+
+def pauses_for(index: int, parts: int) -> tuple[int, ...]:
+    """The pauses of `PAUSED[index]` (it has `parts` parts): the corpus's pause lengths in turn."""
+    return tuple(PAUSES_MS[(index + k) % len(PAUSES_MS)] for k in range(parts - 1))
+
+
 def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hangover_ms: int, *,
                     vad_factory: Callable[[], Any], seed: int = 0, frame_ms: int = 20, lead_ms: int = 300,
                     end_by_level: bool = True, room_dbfs: float | None = -65.0, turn_end: Any = None,
@@ -91,26 +118,14 @@ def judge_utterance(parts: Sequence[np.ndarray], pauses_ms: Sequence[int], hango
     With a `turn_end` policy (audio/turn_end.py) and `hear` (a recognizer: PCM → transcript), each silence is
     judged as the listener does: `early_final_ms` into it, the transcript of everything so far sets its wait."""
 
-    def _room(n: int, seed: int) -> np.ndarray:
-        if room_dbfs is None:
-            return np.zeros(n, np.int16)
-        return np.random.default_rng(seed).normal(0, 32768 * 10 ** (room_dbfs / 20), n).astype(np.int16)
-
     from ..audio.endpointer import Endpointer, EndpointerConfig, SpeechEnded
     from ..audio.level import level_db
     from ..ports.audio import AudioFrame
 
     rate = 16000
-    pieces = [_room(rate * lead_ms // 1000, seed)]
-    last_start = 0
-    for i, part in enumerate(parts):
-        if i:
-            pieces.append(_room(rate * pauses_ms[i - 1] // 1000, seed + i))
-        last_start = sum(len(p) for p in pieces)
-        pieces.append(part)
-    audible_end_ms = sum(len(p) for p in pieces) * 1000 / rate
-    pieces.append(_room(rate * 2, seed + 99))
-    audio = np.concatenate(pieces)
+    joined, last_start = join_parts(parts, pauses_ms, seed=seed, lead_ms=lead_ms, room_dbfs=room_dbfs)
+    audible_end_ms = len(joined) * 1000 / rate
+    audio = np.concatenate([joined, room_noise(rate * 2, seed + 99, room_dbfs)])
     n = rate * frame_ms // 1000
     frames = [audio[i:i + n].tobytes() for i in range(0, len(audio) - n + 1, n)]
     vad = vad_factory()
@@ -152,7 +167,7 @@ def run_corpus(cache_dir: Path, *, hangovers: Sequence[int] = HANGOVERS_MS, aggr
     for index, parts_text in enumerate(PAUSED):
         parts = (whole_sentence_parts(parts_text, cache_dir) if whole_sentences
                  else [_part(t, cache_dir) for t in parts_text])
-        pauses = tuple(PAUSES_MS[(index + k) % len(PAUSES_MS)] for k in range(len(parts) - 1))
+        pauses = pauses_for(index, len(parts))
         language = "zh" if has_cjk(parts_text[0]) else "en"
         for hangover in hangovers:
             cut, delay = judge_utterance(parts, pauses, hangover, vad_factory=vad, seed=index)

@@ -28,9 +28,13 @@ def add_voice_parser(bench_sub: argparse._SubParsersAction) -> argparse.Argument
                         "frame (vad.end_by_level)")
     p.add_argument("--threshold-db", type=float, default=-50.0,
                    help="RMS level (dBFS, 10 ms windows) that counts as sound (default -50)")
-    p.add_argument("--session", choices=["plain", "mixed"], default="plain",
+    p.add_argument("--session", choices=["plain", "mixed", "pauses"], default="plain",
                    help="plain: every turn a short answer (default); mixed: web searches (on a SearxNG-like server "
-                        "on loopback) and reminders between plain answers, for memory during use")
+                        "on loopback) and reminders between plain answers, for memory during use; pauses: the pause "
+                        "corpus in --language (utterances with pauses of 300-1,200 ms, and complete commands): "
+                        "cuts and heard v2v per class (--turns 30 plays each once)")
+    p.add_argument("--whole-sentences", action="store_true",
+                   help="with --session pauses: each paused utterance voiced as one sentence and cut at its pauses")
     p.add_argument("--language", choices=["en", "zh"], default="en",
                    help="the child's language: zh = Mandarin questions in the neural Mandarin voice and Mandarin "
                         "answers (needs scripts/make_mandarin_voice.sh)")
@@ -101,7 +105,8 @@ def cmd_bench_voice(args: argparse.Namespace) -> int:
                               reply_text=REPLY_TEXT_ZH if chinese else REPLY_TEXT,
                               events=args.events == "on", end_by_level=args.end_by == "level",
                               threshold_db=args.threshold_db, extra_env=extra, session=args.session, python=args.python,
-                              malloc=malloc, alsa=alsa,
+                              malloc=malloc, alsa=alsa, pause_language=args.language,
+                              whole_sentences=args.whole_sentences,
                               state_dir=Path(args.out) / time.strftime("runtime-%Y%m%d-%H%M%S"))
     summary = run_voice_bench(config, progress=lambda msg: print(f"bench voice: {msg}", file=sys.stderr, flush=True))
     paths = write_voice_report(Path(args.out), summary)

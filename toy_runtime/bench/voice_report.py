@@ -33,6 +33,22 @@ def _memory_line(meta: Mapping[str, Any]) -> str:
             + (f", event results {', '.join(meta['event_results'])}" if meta.get("event_results") else "") + ".")
 
 
+def _pause_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The pause session's table (voice_pauses.py): cuts and heard voice to voice per class; nothing otherwise."""
+    classes = meta.get("pause_classes")
+    if not classes:
+        return []
+    voiced = "voiced whole and cut at the pauses" if meta.get("whole_sentences") else "parts voiced apart"
+    out = [f"The pause corpus ({meta.get('pause_language')}, {voiced}): a *cut* is a turn ended before the child "
+           "had finished (the runtime's end of speech in a pause, two turns on one utterance, or the toy sounding "
+           "before she was done); heard v2v over the ones not cut.", "",
+           "| class | utterances | cut | heard v2v p50 | p90 |", "|---|---|---|---|---|"]
+    for kind, row in classes.items():
+        cells = ["–" if row[k] is None else f"{row[k]:.0f}" for k in ("heard_p50_ms", "heard_p90_ms")]
+        out.append(f"| {kind} | {row['utterances']} | {row['cut']} | {cells[0]} ms | {cells[1]} ms |")
+    return out + [""]
+
+
 def markdown(summary: Mapping[str, Any]) -> str:
     """The report as Markdown: headline, breakdown, per-turn rows, conditions."""
     meta = summary["meta"]
@@ -53,6 +69,7 @@ def markdown(summary: Mapping[str, Any]) -> str:
         _row("runtime-logged v2v", summary["logged_v2v_ms"]),
         _row("heard − runtime-logged (unseen by the runtime)", summary["unseen_ms"]),
         "",
+        *_pause_lines(meta),
         _memory_line(meta),
         "",
         "Breakdown (each line's own p50/p90; per turn the lines add up to the heard total):",

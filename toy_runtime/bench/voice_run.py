@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..config import VadConfig
 from ..metrics.turns import Turn, load_audit
@@ -31,6 +31,7 @@ from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, utterance_cache_dir, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
+from .voice_pauses import PausePlay, class_summary, pause_plays, was_cut
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
 VAD_HANGOVER_MS: int = VadConfig.model_fields["hangover_ms"].default  # the runtime's own, read from its section
@@ -73,7 +74,11 @@ class VoiceBenchConfig:
     extra_env: dict[str, str] = field(default_factory=dict)  # more TOY_* settings for the runtime (experiments)
     malloc: str = "glibc"  # "jemalloc": the systemd unit's allocator (service/heap.JEMALLOC_ENV), preloaded
     alsa: str = "machine"  # "toy": with the ALSA drop-in the toy's install adds (testing/alsa.py), if missing here
-    session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py)
+    session: str = "plain"  # "mixed": searches and reminders between plain answers (voice_session.py); "pauses":
+    # the pause corpus's utterances in `pause_language`, judged per class (voice_pauses.py)
+    pause_language: str = "en"
+    whole_sentences: bool = False  # "pauses": the paused utterances voiced whole and cut (bench/whole_sentences.py)
+    settle_s: float = 2.0  # "pauses": after the first turn ends, this long without another before the next utterance
     python: str | None = None  # the interpreter that runs `toy_runtime run` (None: this one); e.g. a venv with
     # only the core dependencies, to measure the toy's memory without test and debug extras loaded
     state_dir: Path | None = None  # a new dir for the runtime's state (audit.jsonl, runtime.stderr); None: temporary
@@ -144,8 +149,14 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
 def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None] = lambda _msg: None
                     ) -> dict[str, Any]:
     """Run the bench once and return the summary (see `voice_breakdown.summarize_turns`)."""
-    phrases = ([p for p, _ in MIXED_PHRASES] if config.session == "mixed" else list(config.phrases))
-    audio = [utterance(phrases[i % len(phrases)], config.cache_dir) for i in range(config.turns)]
+    plays: list[PausePlay] = []
+    if config.session == "pauses":
+        corpus = pause_plays(config.pause_language, config.cache_dir, whole_sentences=config.whole_sentences)
+        plays = [corpus[i % len(corpus)] for i in range(config.turns)]
+        audio = [(p.pcm, 16000) for p in plays]
+    else:
+        phrases = ([p for p, _ in MIXED_PHRASES] if config.session == "mixed" else list(config.phrases))
+        audio = [utterance(phrases[i % len(phrases)], config.cache_dir) for i in range(config.turns)]
     tails = {}
     for pcm, rate in audio:
         if pcm not in tails:
@@ -155,13 +166,13 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
     vad_tails = [tails[pcm] for pcm, _ in audio]
     if config.state_dir is None:
         with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
-            return _run(config, Path(tmp), audio, vad_tails, progress)
+            return _run(config, Path(tmp), audio, vad_tails, progress, plays)
     config.state_dir.mkdir(parents=True)  # new: the runtime must not start with an earlier run's history
-    return _run(config, config.state_dir, audio, vad_tails, progress)
+    return _run(config, config.state_dir, audio, vad_tails, progress, plays)
 
 
 def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
-         progress: Callable[[str], None]) -> dict[str, Any]:
+         progress: Callable[[str], None], plays: list[PausePlay]) -> dict[str, Any]:
     audit = state / "audit.jsonl"
     stamps: Any = StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
     search: FakeSearxng | None = None
@@ -169,7 +180,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
         kinds = [MIXED_PHRASES[i % len(MIXED_PHRASES)][1] for i in range(config.turns)]
         stamps = MixedSessionReplies(kinds, delay_s=config.ttft_ms / 1000.0)
         search = FakeSearxng().start()
-    plays: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
+    starts: list[tuple[float, float]] = []  # (recording seconds, CLOCK_MONOTONIC) when each utterance started
     records_before: list[int] = []
     meta: dict[str, Any] = {"turns": config.turns, "ttft_ms": config.ttft_ms, "hangover_ms": config.hangover_ms,
                             "vad_aggressiveness": config.vad_aggressiveness, "frame_ms": config.frame_ms,
@@ -203,13 +214,15 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
             for i, (pcm, rate) in enumerate(audio):
                 progress(f"turn {i + 1}/{config.turns}")
                 records_before.append(len(audit_records(audit, "voice.turn")))
-                plays.append((len(rec.captured) // 4 / rec.sample_rate_hz, time.monotonic()))
+                starts.append((len(rec.captured) // 4 / rec.sample_rate_hz, time.monotonic()))
                 card.play_to_mic(pcm, rate, pad_ms=100)
                 deadline = time.monotonic() + config.turn_timeout_s
                 while len(audit_records(audit, "voice.turn")) == records_before[-1]:
                     if time.monotonic() > deadline or proc.poll() is not None:
                         break
                     time.sleep(0.05)
+                if plays:  # a child cut off goes on: her next words may end a second turn
+                    _settle(audit, config.settle_s, deadline, proc)
                 time.sleep(config.gap_s)
                 rss_by_turn.append(_rss_mb(proc.pid))
             meta["rss_after_mb"] = _rss_mb(proc.pid)
@@ -244,12 +257,24 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
     meta["gaps_in_answers"] = sum(int(g or 0) for _, _, g, _ in counted)
     meta["alsa_xruns"] = sum(int(c) for _, _, _, c in counted)
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
-    return _measure(config, meta, pcm, recording_t0, plays, records_before, voice_turns, stamps, vad_tails)
+    return _measure(config, meta, pcm, recording_t0, starts, records_before, voice_turns, stamps, vad_tails,
+                    plays)
+
+
+def _settle(audit: Path, quiet_s: float, deadline: float, proc: subprocess.Popen) -> None:
+    """Wait until no `voice.turn` record has come for `quiet_s` (at most until `deadline`)."""
+    count, since = len(audit_records(audit, "voice.turn")), time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        now = len(audit_records(audit, "voice.turn"))
+        if now != count:
+            count, since = now, time.monotonic()
 
 
 def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recording_t0: float | None,
              plays: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
-             stamps: StampedReplies, vad_tails: list[float | None]) -> dict[str, Any]:
+             stamps: StampedReplies, vad_tails: list[float | None],
+             pause_session: Sequence[PausePlay] = ()) -> dict[str, Any]:
     mic_pcm, speaker_pcm = split_probe(pcm)
     rate = 16000
     mic, speaker = levels_of(mic_pcm, rate), levels_of(speaker_pcm, rate)
@@ -258,6 +283,7 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
     meta.update({"recording_s": round(len(mic_pcm) / rate, 1), "noise_floor_db": round(floor, 1),
                  "threshold_db": round(threshold, 1), "window_ms": 10, "hop_ms": 1})
     rows = []
+    cuts: list[bool] = []
     for i, (start_s, start_mono) in enumerate(plays):
         end_s = plays[i + 1][0] if i + 1 < len(plays) else len(mic_pcm) / rate
         heard = find_turn(mic, speaker, start_s, end_s, threshold)
@@ -266,6 +292,18 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
         logged = voice_turns[index] if index < min(next_index, len(voice_turns)) else None
         arrival = stamps.first_after(start_mono, plays[i + 1][1] if i + 1 < len(plays) else None)
         sent = None if arrival is None else arrival + config.ttft_ms / 1000.0
-        rows.append(breakdown(i + 1, heard, logged, recording_t0=recording_t0, first_token_sent=sent,
-                              ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms, vad_tail_ms=vad_tails[i]))
+        row = breakdown(i + 1, heard, logged, recording_t0=recording_t0, first_token_sent=sent,
+                        ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms, vad_tail_ms=vad_tails[i])
+        if pause_session:
+            early_ms = (None if row.heard_v2v_ms is None or row.logged_v2v_ms is None
+                        else row.logged_v2v_ms - row.heard_v2v_ms)
+            cuts.append(was_cut(heard, speaker, start_s, threshold, turns_ended=next_index - index,
+                                runtime_early_ms=early_ms))
+            if cuts[-1]:
+                row.problem = "cut in a pause"
+            row.text = f"[{pause_session[i].kind}] {pause_session[i].text} → {row.text}"
+        rows.append(row)
+    if pause_session:
+        meta["pause_classes"] = class_summary(pause_session, cuts, [r.heard_v2v_ms for r in rows])
+        meta["pause_language"], meta["whole_sentences"] = config.pause_language, config.whole_sentences
     return summarize_turns(rows, meta)

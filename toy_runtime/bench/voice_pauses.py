@@ -1,0 +1,96 @@
+"""`bench voice --session pauses`: the pause corpus spoken into the real `run`, heard from outside.
+
+The pause corpus (pause_corpus.py) judges the end of turn offline. Here its utterances of one language are played
+into the virtual mic as a child would say them — the paused ones with their pauses of a quiet room, the complete
+commands as they are — and the toy is judged by what a child would hear:
+
+- *cut*: the runtime ended its turn before the child had finished: its end of speech came in a pause, it ended
+  more than one turn on the utterance, or the toy's speaker sounded before the child was done (an answer inside a
+  pause, or over the words that came after it);
+- *heard voice to voice*: on the ones not cut, from the child's last sound to the toy's first (as `bench voice`).
+
+Per class (paused / complete), so what the prediction buys the complete commands and what it costs the paused
+ones are side by side, on the same clock as the rest of `bench voice`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..language import has_cjk
+from ..metrics.turns import percentile
+from .heard import HeardTurn, Levels
+
+__all__ = ["PausePlay", "pause_plays", "was_cut", "class_summary"]
+
+CUT_MARGIN_S = 0.05  # the toy sounding this soon after the child's last sound is still inside her utterance
+# The runtime's end of speech this long before the child's last sound: it ended in a pause (every last part of
+# the corpus is longer; a missed quiet last word is tens of ms)
+CUT_EARLY_MS = 250.0
+
+
+@dataclass(frozen=True)
+class PausePlay:
+    """One utterance of the session: its audio (16 kHz int16), its class, and where its last part starts."""
+
+    text: str
+    kind: str  # "paused" or "complete"
+    pcm: bytes
+    last_start_s: float  # 0 for a complete command
+
+
+def pause_plays(language: str, cache_dir: Path, *, whole_sentences: bool = False) -> list[PausePlay]:
+    """The corpus's utterances in `language` ("en"/"zh"): two paused ones, then a complete command, in turn."""
+    from .pause_corpus import COMPLETE, PAUSED, join_parts, pauses_for
+    from .utterances import audible_phrase
+    from .whole_sentences import whole_sentence_parts
+
+    paused, complete = [], []
+    for index, parts_text in enumerate(PAUSED):
+        if has_cjk(parts_text[0]) != (language == "zh"):
+            continue
+        parts = (whole_sentence_parts(parts_text, cache_dir) if whole_sentences
+                 else [audible_phrase(t, cache_dir) for t in parts_text])
+        audio, last_start = join_parts(parts, pauses_for(index, len(parts)), seed=index)
+        paused.append(PausePlay(" … ".join(parts_text), "paused", audio.tobytes(), last_start / 16000))
+    for text in COMPLETE:
+        if has_cjk(text) == (language == "zh"):
+            complete.append(PausePlay(text, "complete", audible_phrase(text, cache_dir).tobytes(), 0.0))
+    plays: list[PausePlay] = []
+    while paused or complete:
+        plays += paused[:2] + complete[:1]
+        del paused[:2], complete[:1]
+    return plays
+
+
+def was_cut(heard: HeardTurn, speaker: Levels, start_s: float, threshold_db: float, *, turns_ended: int,
+            runtime_early_ms: float | None) -> bool:
+    """Whether the child was cut off: the runtime ended more than one turn on this utterance; or its own end of
+    speech came more than `CUT_EARLY_MS` before the child's last sound (`runtime_early_ms`: its logged voice to
+    voice less the heard one), so it ended the turn in a pause; or the toy's speaker sounded between the start of
+    the child's speech and `CUT_MARGIN_S` after its end."""
+    if turns_ended > 1 or (runtime_early_ms is not None and runtime_early_ms > CUT_EARLY_MS):
+        return True
+    if heard.speech_start_s is None or heard.speech_end_s is None:
+        return False
+    lo = speaker.index_at(max(start_s, heard.speech_start_s))
+    hi = min(speaker.index_at(heard.speech_end_s + CUT_MARGIN_S), len(speaker.db))
+    return bool(np.any(speaker.db[lo:hi] > threshold_db))
+
+
+def class_summary(plays: Sequence[PausePlay], cuts: Sequence[bool], heard_ms: Sequence[float | None]
+                  ) -> dict[str, Any]:
+    """Per class: utterances, cuts, and heard voice to voice (p50 / p90 ms) over the ones not cut."""
+    out: dict[str, Any] = {}
+    for kind in ("paused", "complete"):
+        rows = [(c, h) for p, c, h in zip(plays, cuts, heard_ms) if p.kind == kind]
+        heard = [h for c, h in rows if not c and h is not None]
+        p50, p90 = percentile(heard, 50), percentile(heard, 90)
+        out[kind] = {"utterances": len(rows), "cut": sum(c for c, _ in rows),
+                     "heard_p50_ms": None if p50 is None else round(p50, 1),
+                     "heard_p90_ms": None if p90 is None else round(p90, 1)}
+    return out
