@@ -272,7 +272,7 @@ def _settle(audit: Path, quiet_s: float, deadline: float, proc: subprocess.Popen
 
 
 def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recording_t0: float | None,
-             plays: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
+             starts: list[tuple[float, float]], records_before: list[int], voice_turns: list[Turn],
              stamps: StampedReplies, vad_tails: list[float | None],
              pause_session: Sequence[PausePlay] = ()) -> dict[str, Any]:
     mic_pcm, speaker_pcm = split_probe(pcm)
@@ -284,13 +284,13 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
                  "threshold_db": round(threshold, 1), "window_ms": 10, "hop_ms": 1})
     rows = []
     cuts: list[bool] = []
-    for i, (start_s, start_mono) in enumerate(plays):
-        end_s = plays[i + 1][0] if i + 1 < len(plays) else len(mic_pcm) / rate
+    for i, (start_s, start_mono) in enumerate(starts):
+        end_s = starts[i + 1][0] if i + 1 < len(starts) else len(mic_pcm) / rate
         heard = find_turn(mic, speaker, start_s, end_s, threshold)
         index = records_before[i]
         next_index = records_before[i + 1] if i + 1 < len(records_before) else len(voice_turns)
         logged = voice_turns[index] if index < min(next_index, len(voice_turns)) else None
-        arrival = stamps.first_after(start_mono, plays[i + 1][1] if i + 1 < len(plays) else None)
+        arrival = stamps.first_after(start_mono, starts[i + 1][1] if i + 1 < len(starts) else None)
         sent = None if arrival is None else arrival + config.ttft_ms / 1000.0
         row = breakdown(i + 1, heard, logged, recording_t0=recording_t0, first_token_sent=sent,
                         ttft_ms=config.ttft_ms, hangover_ms=config.hangover_ms, vad_tail_ms=vad_tails[i])
