@@ -262,11 +262,20 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
 
 
 def _settle(audit: Path, quiet_s: float, deadline: float, proc: subprocess.Popen) -> None:
-    """Wait until no `voice.turn` record has come for `quiet_s` (at most until `deadline`)."""
-    count, since = len(audit_records(audit, "voice.turn")), time.monotonic()
-    while time.monotonic() - since < quiet_s and time.monotonic() < deadline and proc.poll() is None:
+    """Wait until the runtime has been listening for `quiet_s` with no turn ended (at most until `deadline`): a
+    turn's record is written when its answer has played, so a second turn started meanwhile shows only as states."""
+
+    def seen() -> tuple[int, str | None]:
+        records = [r for r in audit_records(audit) if r.get("kind") in ("voice.turn", "voice.state")]
+        states = [r.get("state") for r in records if r.get("kind") == "voice.state"]
+        return len(records), states[-1] if states else None
+
+    (count, state), since = seen(), time.monotonic()
+    while time.monotonic() < deadline and proc.poll() is None:
+        if state in ("listening", "idle", "closed") and time.monotonic() - since >= quiet_s:
+            return
         time.sleep(0.05)
-        now = len(audit_records(audit, "voice.turn"))
+        now, state = seen()
         if now != count:
             count, since = now, time.monotonic()
 
