@@ -220,6 +220,11 @@ class VadConfig(Section):
     speculate: bool = Field(True, description="predicted: while a turn the toy cannot judge waits its hangover, "
                             "send the model the words so far; the turn takes the answer if the child said no more, "
                             "else it is cancelled unread (agent/prefetch.py). Costs a request when the child goes on")
+    resume_ms: int = Field(1500, ge=0, le=5000, description="with barge-in on: speech the child starts within this "
+                           "long of her last words, before she could have heard the answer (its first sound + 300 "
+                           "ms), goes on with her turn: the answer stops, is not remembered, and her words are "
+                           "answered together (a pause longer than the turn's wait no longer loses her first words; "
+                           "session/going_on.py); 0 = off")
 
     @field_validator("complete_ms")
     @classmethod

@@ -45,7 +45,18 @@ def test_a_child_is_cut_off_by_an_answer_in_her_pause_a_second_turn_or_an_end_of
 def test_the_classes_count_cuts_and_time_only_the_turns_not_cut():
     plays = [PausePlay("a … b", "paused", b"", 1.0), PausePlay("c … d", "paused", b"", 1.0),
              PausePlay("go", "complete", b"", 0.0)]
-    summary = class_summary(plays, [True, False, False], [100.0, 500.0, 300.0])
-    assert summary["paused"] == {"utterances": 2, "cut": 1, "heard_p50_ms": 500.0, "heard_p90_ms": 500.0}
+    summary = class_summary(plays, [True, False, False], [100.0, 500.0, 300.0], [True, True, True])
+    assert summary["paused"] == {"utterances": 2, "cut": 1, "cut_answered_whole": 1, "heard_p50_ms": 500.0,
+                                 "heard_p90_ms": 500.0}
     assert summary["complete"]["cut"] == 0 and summary["complete"]["heard_p50_ms"] == 300.0
     assert voice_pauses.CUT_EARLY_MS < 300  # shorter than the corpus's shortest pause before a last part
+
+
+def test_a_transcript_covers_an_utterance_when_it_holds_most_of_its_words():
+    from toy_runtime.bench.voice_pauses import covers
+
+    assert covers("I want um a story about a dragon", "I want a story about a dragon.")  # the filler dropped
+    assert covers("set a reminder for eight o'clock", "Set a reminder for 8 o'clock.")
+    assert not covers("my friend Tom has a red bike", "Has a red bike.")  # the second part alone
+    assert covers("我想听 嗯 一个小兔子的故事", "我想听一个小兔子的故事。")
+    assert not covers("我的朋友 有一辆红色的自行车", "有一辆红色的自行车。")

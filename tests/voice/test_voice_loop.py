@@ -10,7 +10,7 @@ import time
 
 
 from toy_runtime.app.runtime import build_runtime
-from toy_runtime.audio.listener import EarlyTranscript, SpeechStart, Utterance
+from toy_runtime.audio.listener import EarlyTranscript, SpeechStart, Utterance, UtteranceDiscarded
 from toy_runtime.audio.own_voice import OwnVoiceCheck
 from toy_runtime.config import load_settings, with_updates
 from toy_runtime.audit import MemoryAudit
@@ -48,7 +48,7 @@ class Rig:
     """A VoiceLoop over fakes plus a scripted LLM; `mic` is the queue the fake listener reads."""
 
     def __init__(self, tmp_path, llm_url, *, barge_in=False, idle_timeout_s=5.0, realtime=True, tts_delay_s=0.0,
-                 agent=None, llm=None, events=(), own_voice=None):
+                 agent=None, llm=None, events=(), own_voice=None, resume_window_s=0.0):
         settings = with_updates(load_settings(env={"TOY_STATE_DIR": str(tmp_path)}),
                                 llm={"base_url": llm_url, "model": "scripted-model", **(llm or {})},
                                 agent={"holding_cue_after_s": 600.0, **(agent or {})})
@@ -79,7 +79,7 @@ class Rig:
                               resume_listener=lambda: self.paused.append(False),
                               synthesizer=ToneTTS(ms_per_char=8.0, delay_s=tts_delay_s), new_sink=new_sink,
                               signals=self.runtime.signals, audit=self.audit, idle_timeout_s=idle_timeout_s,
-                              barge_in=barge_in, own_voice=own_voice)
+                              barge_in=barge_in, own_voice=own_voice, resume_window_s=resume_window_s)
 
     def state_history(self):
         out = []
@@ -180,6 +180,116 @@ async def test_barge_in_flushes_playback_and_discarded_turn_events_never_run(tmp
     assistant = [m["content"] for m in second_request if m["role"] == "assistant"]
     assert assistant and assistant[-1] == heard, assistant
     assert [m["content"] for m in second_request if m["role"] == "user"][-2:] == ["tell me a long story", "stop"]
+
+
+def going_on(text: str, started_at: float) -> Utterance:
+    """The words a child goes on with: 0.8 s of speech from `started_at`, just decided."""
+    now = time.monotonic()
+    return Utterance(text=text, started_at=started_at, ended_at=started_at + 0.8, endpoint_at=now, decided_at=now,
+                     asr_final_at=now, audio_ms=1100.0, reason="hangover")
+
+
+# the window is wide here: a cold first request on a busy machine must not decide these tests (going_on's own
+# tests cover the window)
+
+
+def user_words(request) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "user"]
+
+
+@pytest.mark.slow  # real waits (a slow first token, a paced speaker): outside the fast lane
+async def test_a_child_who_goes_on_before_the_toy_speaks_is_answered_once_for_her_whole_sentence(tmp_path):
+    """Issue 30: the turn ended in her pause ("My friend Tom." … "has a red bike"). She starts again while the toy
+    still thinks: it must not start talking over her, and the model is asked about the whole sentence — the first
+    words are not lost (an answer nobody heard is not remembered) and are not asked about twice."""
+    def answer(request):  # the first request may be cancelled before it is sent: answer by what was asked
+        if "red bike" in user_words(request)[-1]:
+            return Reply(text="A red bike, how fun!")
+        return Reply(text="Who is Tom?", delay_s=0.8)
+
+    with ScriptedLLMServer(answer) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("My friend Tom."))
+        await until(lambda: rig.loop.state is SessionState.THINKING)
+        resumed = time.monotonic()
+        await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+        await until(lambda: rig.audit.of("voice.went_on"))
+        await rig.mic.put(going_on("Has a red bike.", resumed))
+        await until(lambda: len(rig.loop.records) >= 2)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    stopped, whole = rig.loop.records
+    assert stopped.interrupted and stopped.went_on and not stopped.heard
+    assert whole.text == "My friend Tom has a red bike." and whole.joins == "My friend Tom."
+    assert whole.spoken == ["A red bike, how fun!"]
+    assert not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]  # not a sound of the first answer
+    assert user_words(llm.requests[-1]) == ["My friend Tom has a red bike."]
+    assert [m for m in llm.requests[-1]["messages"] if m["role"] == "assistant"] == []
+    assert rig.audit.of("voice.turn")[1]["joins"] == "My friend Tom."
+
+
+@pytest.mark.slow  # real waits (a paced speaker): outside the fast lane
+async def test_words_begun_as_the_answer_starts_go_on_and_words_after_she_heard_it_are_a_barge_in(tmp_path):
+    """Speech that starts within a reaction time of the answer's first sound was begun before the child heard it:
+    it goes on with her turn. Speech that starts later answers what she heard: a barge-in, as before — her words
+    are the next turn and the history keeps the part of the answer she heard."""
+    story = "Once upon a time there was a fox who lived in a very big forest. " * 4
+    script = [Reply(text=story, chunk_size=8, chunk_delay_s=0.02), Reply(text="A fox and a dragon, then!"),
+              Reply(text=story, chunk_size=8, chunk_delay_s=0.02), Reply(text="Okay, I stopped.")]
+    with ScriptedLLMServer(script) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("Tell me a story."))
+        await until(lambda: rig.loop.state is SessionState.SPEAKING)
+        resumed = time.monotonic()
+        await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+        await rig.mic.put(going_on("About a dragon.", resumed))
+        await until(lambda: len(rig.loop.records) >= 2)
+        await rig.mic.put(utterance("Tell me another one."))
+        await until(lambda: len(llm.requests) >= 3 and rig.loop.state is SessionState.SPEAKING)
+        await asyncio.sleep(1.0)  # she listens, then speaks (well past the reaction time, on a busy machine too)
+        stopped_at = time.monotonic()
+        await rig.mic.put(SpeechStart(at=stopped_at, detected_at=stopped_at))
+        await rig.mic.put(going_on("Stop.", stopped_at))
+        await until(lambda: len(rig.loop.records) >= 4)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    texts = [r.text for r in rig.loop.records]
+    assert texts == ["Tell me a story.", "Tell me a story about a dragon.", "Tell me another one.", "Stop."], texts
+    first, joined, third, barge = rig.loop.records
+    assert first.went_on and joined.joins == "Tell me a story."
+    assert third.interrupted and not third.went_on and third.heard and barge.joins is None
+    assert len(rig.audit.of("voice.went_on")) == 1
+    last = llm.requests[-1]["messages"]
+    assert user_words(llm.requests[-1]) == ["Tell me a story about a dragon.", "Tell me another one.", "Stop."]
+    heard = [str(m["content"]) for m in last if m["role"] == "assistant"]
+    # nothing of the first answer; of the third only what she heard, once (its model had finished: it had been
+    # remembered whole while its audio still played)
+    assert heard == ["A fox and a dragon, then!", " ".join(third.heard)], heard
+
+
+@pytest.mark.slow  # real waits (a slow first token): outside the fast lane
+async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_are_answered(tmp_path):
+    """The speech start was a cough (the listener drops it as too short): the turn it stopped is asked again, so a
+    noise while the toy thinks costs a moment, never the answer."""
+    with ScriptedLLMServer([Reply(text="Who is Tom?", delay_s=0.8), Reply(text="Who is Tom?")]) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("My friend Tom."))
+        await until(lambda: rig.loop.state is SessionState.THINKING)
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await until(lambda: rig.audit.of("voice.went_on"))
+        await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
+        await until(lambda: len(rig.loop.records) >= 2)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    assert [r.text for r in rig.loop.records] == ["My friend Tom.", "My friend Tom."]
+    assert rig.loop.records[1].spoken == ["Who is Tom?"] and not rig.loop.records[1].interrupted
+    assert user_words(llm.requests[-1]) == ["My friend Tom."]
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

@@ -285,7 +285,8 @@ def voice_loop(runtime, listener, synthesizer, *, new_sink, barge_in: bool, open
                      idle_timeout_s=runtime.settings.session.idle_timeout_s, barge_in=barge_in,
                      open_on_speech=open_on_speech, on_item=on_item, on_turn=on_turn,
                      keep_output_open=keep_output_open, own_voice=own_voice,
-                     speculate=runtime.settings.vad.speculate and runtime.settings.vad.turn_end == "predicted")
+                     speculate=runtime.settings.vad.speculate and runtime.settings.vad.turn_end == "predicted",
+                     resume_window_s=runtime.settings.vad.resume_ms / 1000)
 
 
 async def close_voice(*, console, link, listener, mic, runtime, synthesizer) -> None:

@@ -81,6 +81,8 @@ class AuditKind(StrEnum):
     VOICE_TURN = "voice.turn", "one spoken turn's timeline, transcript and reply (a metrics.VoiceTurnRecord)"
     VOICE_TURN_FAILED = "voice.turn_failed", "a spoken turn raised; the loop went on listening"
     VOICE_BARGE_IN = "voice.barge_in", "the child spoke over the toy and the reply was cut"
+    VOICE_WENT_ON = "voice.went_on", ("the child went on with her sentence before she could have heard the answer: "
+                                      "it stopped, unremembered, and her words are answered together")
     VOICE_BARGE_IN_IGNORED = "voice.barge_in_ignored", ("speech during an answer that sounded like the toy's own "
                                                         "voice leaking past the echo canceller: not a barge-in")
     VOICE_OWN_VOICE_DROPPED = "voice.own_voice_dropped", ("what the listener heard of speech judged the toy's own "

@@ -7,7 +7,9 @@ commands as they are — and the toy is judged by what a child would hear:
 - *cut*: the runtime ended its turn before the child had finished: its end of speech came in a pause, it ended
   more than one turn on the utterance, or the toy's speaker sounded before the child was done (an answer inside a
   pause, or over the words that came after it);
-- *heard voice to voice*: on the ones not cut, from the child's last sound to the toy's first (as `bench voice`).
+- *heard voice to voice*: on the ones not cut, from the child's last sound to the toy's first (as `bench voice`);
+- *cut, then answered whole*: the cut ones whose last turn was not interrupted and holds the utterance's words
+  (`covers`): the toy stopped when she went on, and answered her whole sentence (session/going_on.py).
 
 Per class (paused / complete), so what the prediction buys the complete commands and what it costs the paused
 ones are side by side, on the same clock as the rest of `bench voice`.
@@ -15,6 +17,7 @@ ones are side by side, on the same clock as the rest of `bench voice`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,12 +28,16 @@ from ..language import has_cjk
 from ..metrics.turns import percentile
 from .heard import HeardTurn, Levels
 
-__all__ = ["PausePlay", "pause_plays", "was_cut", "class_summary"]
+__all__ = ["PausePlay", "pause_plays", "was_cut", "covers", "class_summary"]
 
 CUT_MARGIN_S = 0.05  # the toy sounding this soon after the child's last sound is still inside her utterance
 # The runtime's end of speech this long before the child's last sound: it ended in a pause (every last part of
 # the corpus is longer; a missed quiet last word is tens of ms)
 CUT_EARLY_MS = 250.0
+# A transcript that holds this share of an utterance's words has all of it: the recognizer drops fillers ("um",
+# "嗯") and writes numbers as digits
+COVER_SHARE = 0.75
+_WORD = re.compile(r"[a-z']+|[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -82,15 +89,31 @@ def was_cut(heard: HeardTurn, speaker: Levels, start_s: float, threshold_db: flo
     return bool(np.any(speaker.db[lo:hi] > threshold_db))
 
 
-def class_summary(plays: Sequence[PausePlay], cuts: Sequence[bool], heard_ms: Sequence[float | None]
-                  ) -> dict[str, Any]:
-    """Per class: utterances, cuts, and heard voice to voice (p50 / p90 ms) over the ones not cut."""
+def covers(reference: str, transcript: str, *, share: float = COVER_SHARE) -> bool:
+    """Whether `transcript` holds at least `share` of `reference`'s words (Chinese: its characters), in order."""
+    from difflib import SequenceMatcher
+
+    def units(text: str) -> list[str]:
+        text = text.lower()
+        return [c for c in text if has_cjk(c)] if has_cjk(text) else _WORD.findall(text)
+
+    said, heard = units(reference), units(transcript)
+    matched = sum(block.size for block in SequenceMatcher(None, said, heard, autojunk=False).get_matching_blocks())
+    return bool(said) and matched >= share * len(said)
+
+
+def class_summary(plays: Sequence[PausePlay], cuts: Sequence[bool], heard_ms: Sequence[float | None],
+                  whole: Sequence[bool] = ()) -> dict[str, Any]:
+    """Per class: utterances, cuts, the cut ones answered whole in the end (`whole`: per utterance), and heard voice
+    to voice (p50 / p90 ms) over the ones not cut."""
     out: dict[str, Any] = {}
+    whole = list(whole) or [False] * len(plays)
     for kind in ("paused", "complete"):
         rows = [(c, h) for p, c, h in zip(plays, cuts, heard_ms) if p.kind == kind]
         heard = [h for c, h in rows if not c and h is not None]
         p50, p90 = percentile(heard, 50), percentile(heard, 90)
         out[kind] = {"utterances": len(rows), "cut": sum(c for c, _ in rows),
+                     "cut_answered_whole": sum(c and w for p, c, w in zip(plays, cuts, whole) if p.kind == kind),
                      "heard_p50_ms": None if p50 is None else round(p50, 1),
                      "heard_p90_ms": None if p90 is None else round(p90, 1)}
     return out

@@ -41,11 +41,13 @@ def _pause_lines(meta: Mapping[str, Any]) -> list[str]:
     voiced = "voiced whole and cut at the pauses" if meta.get("whole_sentences") else "parts voiced apart"
     out = [f"The pause corpus ({meta.get('pause_language')}, {voiced}): a *cut* is a turn ended before the child "
            "had finished (the runtime's end of speech in a pause, two turns on one utterance, or the toy sounding "
-           "before she was done); heard v2v over the ones not cut.", "",
-           "| class | utterances | cut | heard v2v p50 | p90 |", "|---|---|---|---|---|"]
+           "before she was done); *then answered whole*: of those, the ones whose last turn held all her words "
+           "(she went on and the toy answered the whole sentence); heard v2v over the ones not cut.", "",
+           "| class | utterances | cut | then answered whole | heard v2v p50 | p90 |", "|---|---|---|---|---|---|"]
     for kind, row in classes.items():
         cells = ["–" if row[k] is None else f"{row[k]:.0f}" for k in ("heard_p50_ms", "heard_p90_ms")]
-        out.append(f"| {kind} | {row['utterances']} | {row['cut']} | {cells[0]} ms | {cells[1]} ms |")
+        out.append(f"| {kind} | {row['utterances']} | {row['cut']} | {row.get('cut_answered_whole', 0)} | "
+                   f"{cells[0]} ms | {cells[1]} ms |")
     return out + [""]
 
 

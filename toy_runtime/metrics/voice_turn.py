@@ -36,6 +36,8 @@ class VoiceTurnRecord:
     interrupted: bool = False
     barge_in_stop_ms: float | None = None  # from the child's first word over the toy to its playback stopped
     heard: list[str] | None = None  # an interrupted turn: what the child heard before the stop
+    went_on: bool = False  # interrupted because the child went on with her sentence (session/going_on.py)
+    joins: str | None = None  # this turn's words began in the turn before, stopped when she went on: those words
     turn_id: str | None = None
     turn_end: str = "fixed"  # what ended the child's turn: the predicted class (complete/unfinished/unsure) or fixed
 
@@ -82,5 +84,7 @@ class VoiceTurnRecord:
             "spoken": self.spoken,
             "terminated": self.terminated,
             "interrupted": self.interrupted,
-            **({"barge_in_stop_ms": self.barge_in_stop_ms, "heard": self.heard} if self.interrupted else {}),
+            **({"barge_in_stop_ms": self.barge_in_stop_ms, "heard": self.heard, "went_on": self.went_on}
+               if self.interrupted else {}),
+            **({"joins": self.joins} if self.joins is not None else {}),
         }

@@ -36,14 +36,36 @@ class Conversation:
             out.extend(c.tool_message() for c in calls)
         return out
 
-    def add(self, role: str, content: str, *, protocol: str = "", calls: Sequence[Any] = ()) -> None:
+    def add(self, role: str, content: str, *, protocol: str = "", calls: Sequence[Any] = (),
+            turn_id: str | None = None) -> None:
         """Append one message; `protocol` (text) or `calls` (objects with `provider_call()` and `tool_message()`)
-        are the unspoken part ChatAgent's mode records, kept out of the EventAgent slice."""
+        are the unspoken part ChatAgent's mode records, kept out of the EventAgent slice; `turn_id`: the turn it
+        belongs to (never sent)."""
         if content or calls:
             extra: dict[str, Any] = {"protocol": protocol} if protocol else {}
             if calls:
                 extra["calls"] = tuple(calls)
-            self._history.append({"role": role, "content": content, **extra})
+            self._history.append({"role": role, "content": content, "turn_id": turn_id, **extra})
+
+    @property
+    def current_turn_id(self) -> str | None:
+        """The id of the turn begun last (None before the first)."""
+        return f"{self.session_id}.t{self.turns}" if self.turns else None
+
+    def cut_reply(self, turn_id: str | None, heard: str) -> bool:
+        """The reply of turn `turn_id`, already remembered whole, was cut off: only `heard` of it stays (with the
+        record of its events, which ran). Heard nothing and ran nothing: the turn leaves the history, as a turn cut
+        off before it was remembered does. False when the last message is not that turn's reply."""
+        last = self._history[-1] if self._history else None
+        if turn_id is None or last is None or last["role"] != "assistant" or last.get("turn_id") != turn_id:
+            return False
+        if heard or last.get("protocol") or last.get("calls"):
+            last["content"] = heard
+            return True
+        self._history.pop()
+        if self._history and self._history[-1]["role"] == "user" and self._history[-1].get("turn_id") == turn_id:
+            self._history.pop()
+        return True
 
     def add_announcement(self, content: str) -> None:
         """A line the toy said on its own (a reminder): part of the dialogue, so that the child's answer ("I already

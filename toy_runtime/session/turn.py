@@ -252,6 +252,11 @@ class TurnRunner:
         """A turn the child cut off (barge-in): only what the toy had said out loud by then is remembered."""
         remember_interrupted(self.conversation, text, heard)
 
+    def forget_cut_turn(self) -> None:
+        """The turn just cut off is not a turn of its own (the child went on with it): if its model had finished and
+        it was remembered, it leaves the history (session/going_on.py: it ran no event)."""
+        self.conversation.cut_reply(self.conversation.current_turn_id, "")
+
     def end_session(self, reason: str = "session_ended") -> None:
         """The conversation is over (idle, closed, stopped): whatever still waits for the child's yes is dropped."""
         self.confirmations.cancel(reason)

@@ -3,7 +3,7 @@
 A session opens on VAD speech (always-listening), on push-to-talk, or on a host event (a button, a reminder). The
 mic is half-duplex by default: the listener is paused while the toy thinks and speaks, so it never answers itself.
 With barge-in on, user speech during an answer flushes playback and discards the turn (its not-yet-started events
-never run). `session.terminate` → the farewell plays to the end → sibling events finish → the session closes its
+never run); speech begun before the child could have heard the answer goes on with her turn (session/going_on.py). `session.terminate` → the farewell plays to the end → sibling events finish → the session closes its
 output stream. Cleanup is the same on normal end, stop, device error and SIGTERM.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, cast
@@ -24,6 +25,7 @@ from ..metrics.voice_turn import VoiceTurnRecord
 from ..ports.audio import AudioSink
 from ..ports.speech import SpeechSynthesizer
 from ..signals import SessionState, SignalBus, StateSignal
+from .going_on import joined_text, went_on
 from .items import Answer, EventOutcome, SessionEnd, Speech, SpeechKind, TurnEnd
 from .speaker import TurnSpeaker
 from .turn import TurnRunner
@@ -52,10 +54,23 @@ class Stop:
 
 
 Inbox = ListenerEvent | OpenSession | CloseSession | Stop
+
+
+@dataclass(frozen=True)
+class _WentOn:
+    """A turn stopped because the child went on: her words so far, and what she heard of the answer (kept for the
+    history only if her going on comes to nothing)."""
+
+    utterance: Utterance
+    heard: list[Speech]
+    resumed_at: float  # source time: when her next words started
 MAX_RECORDS = 200
 # Speculate only when the turn will wait at least this much longer: a finished sentence ends as its transcript
 # comes in, and a request sent then saves nothing and costs one more when the child goes on
 SPECULATE_MIN_WAIT_MS = 60.0
+# The utterance that follows a speech start it began with starts within this of it (the listener's pre-roll and
+# start rule move its first sample); a later one is other words
+SAME_SPEECH_S = 1.0
 
 
 class VoiceLoop:
@@ -82,6 +97,7 @@ class VoiceLoop:
         keep_output_open: bool = False,
         own_voice: OwnVoiceCheck | None = None,
         speculate: bool = False,
+        resume_window_s: float = 0.0,
     ) -> None:
         self.new_runner = new_runner
         self._listener_events = listener_events
@@ -98,6 +114,10 @@ class VoiceLoop:
         # Speculative answering: an early transcript whose wait is still long is sent to the model at once
         # (TurnRunner.speculate); the turn adopts the answer if the child said no more
         self.speculate = speculate
+        # With barge-in: speech begun this soon after the child's last words, before she could have heard the answer,
+        # goes on with her turn (0: off)
+        self.resume_window_s = resume_window_s
+        self._went_on: _WentOn | None = None  # the turn she is going on from, until her next words arrive
         self.sink: AudioSink | None = None
         self.signals = signals
         self.audit = audit
@@ -279,8 +299,12 @@ class VoiceLoop:
                 if isinstance(message, EarlyTranscript):
                     await self._speculate(message)
                     continue
+                if isinstance(message, UtteranceDiscarded) and self._went_on is not None:
+                    pending = self._gone_nowhere()
+                    continue
                 pending = message
         finally:
+            self._went_on = None
             await self.runner.drop_speculation("the session closed")
             self.audit.record(AuditKind.VOICE_SESSION_CLOSED, session_id=self.runner.conversation.session_id, reason=reason)
             self.runner.end_session()  # silence: a question left unanswered never runs its event later
@@ -294,7 +318,18 @@ class VoiceLoop:
         trails off: the child is probably going on)."""
         if (self.speculate and early.turn_class != "unfinished" and early.text
                 and early.wait_ms - early.silent_ms >= SPECULATE_MIN_WAIT_MS):
-            await cast(TurnRunner, self.runner).speculate(early.text)
+            text = early.text if self._went_on is None else joined_text(self._went_on.utterance.text, early.text)
+            await cast(TurnRunner, self.runner).speculate(text)
+
+    def _gone_nowhere(self) -> Utterance | None:
+        """The words the child went on with came to nothing (too short to be speech): the turn she went on from is
+        answered after all if she heard none of its answer; otherwise what she heard is remembered, as after any
+        barge-in, and the loop listens on."""
+        went_on, self._went_on = cast(_WentOn, self._went_on), None
+        if not went_on.heard:
+            return went_on.utterance
+        cast(TurnRunner, self.runner).remember_interrupted(went_on.utterance.text, went_on.heard)
+        return None
 
     async def _announce(self, text: str) -> bool:
         """Speak a host-originated line (e.g. a reminder) in the open session, half-duplex; once spoken it is part of
@@ -317,13 +352,21 @@ class VoiceLoop:
 
     async def _turn(self, utterance: Utterance, pump: asyncio.Task) -> tuple[str, Inbox | None]:
         """Run one spoken turn. Returns (outcome, an utterance that interrupted it)."""
+        joins = None
+        if self._went_on is not None:
+            went, self._went_on = self._went_on, None
+            if utterance.started_at <= went.resumed_at + SAME_SPEECH_S:  # what she said before and these are one turn
+                joins = went.utterance.text
+                utterance = dataclasses.replace(utterance, text=joined_text(joins, utterance.text))
+            elif went.heard:
+                cast(TurnRunner, self.runner).remember_interrupted(went.utterance.text, went.heard)
         self._turns += 1
         handoff = self.clock()
         end_of_speech = utterance.end_of_speech_clock
         record = VoiceTurnRecord(turn=self._turns, text=utterance.text, end_of_speech_at=end_of_speech,
                                  endpoint_at=utterance.decided_at - utterance.capture_lag_s,
                                  decided_at=utterance.decided_at, asr_final_at=utterance.asr_final_at,
-                                 handoff_at=handoff, turn_end=utterance.turn_end)
+                                 handoff_at=handoff, turn_end=utterance.turn_end, joins=joins)
         self._set_state(SessionState.THINKING)
         if self.on_item is not None:
             self.on_item(utterance)
@@ -343,7 +386,7 @@ class VoiceLoop:
                     self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
                     await speaker.cancel()
             else:
-                interrupted_by, verdict = await self._watch_for_barge_in(driver, pump)
+                interrupted_by, verdict = await self._watch_for_barge_in(driver, pump, utterance)
                 if interrupted_by is not None and not driver.done():
                     record.interrupted = True
                     driver.cancel()  # asked first, so no event starts while the audio stops
@@ -351,10 +394,19 @@ class VoiceLoop:
                     stopped_at = self.clock()
                     await asyncio.gather(driver, return_exceptions=True)
                     heard = [s for s in speaker.heard(stopped_at) if s.kind != "holding"]
-                    if heard:  # nothing heard: nothing recorded (the roles keep alternating; the next words follow)
+                    spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
+                    answer = speaker.marks.get(Answer.FIRST)
+                    record.went_on = not record.events and went_on(
+                        first_ended_at=utterance.ended_at, resumed_at=spoke_at, window_s=self.resume_window_s,
+                        answer_audio_at=None if answer is None else answer.first_audio_at)
+                    if record.went_on:  # her sentence goes on: the next words join these, the answer is forgotten
+                        cast(TurnRunner, self.runner).forget_cut_turn()
+                        self._went_on = _WentOn(utterance, heard, spoke_at)
+                        self.audit.record(AuditKind.VOICE_WENT_ON, turn=self._turns,
+                                          after_ms=round((spoke_at - utterance.ended_at) * 1000))
+                    else:  # only what was heard is remembered (nothing heard: nothing; the next words follow)
                         cast(TurnRunner, self.runner).remember_interrupted(utterance.text, heard)
                     record.heard = [s.text for s in heard]
-                    spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     record.barge_in_stop_ms = round((stopped_at - spoke_at) * 1000, 1)
                     judged = ({} if verdict is None else  # what the own-voice check saw: the case for a wrong stop
                               {"own_voice": round(verdict.score, 2), "window_ms": round(verdict.window_s * 1000),
@@ -372,10 +424,11 @@ class VoiceLoop:
             self._finish_record(record, speaker)
         return ("terminated" if record.terminated else "answered"), interrupted_by
 
-    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task
+    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task, utterance: Utterance
                                   ) -> tuple[SpeechStart | Utterance | None, OwnVoiceVerdict | None]:
         """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it. Returns what
-        interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged."""
+        interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged. Before the toy speaks,
+        a speech start interrupts only when the child goes on with `utterance` (session/going_on.py)."""
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
             done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -395,6 +448,9 @@ class VoiceLoop:
                                       learning=verdict.learning)
                     continue
                 return message, verdict  # the utterance that follows arrives next and becomes the next turn
+            if isinstance(message, SpeechStart) and went_on(first_ended_at=utterance.ended_at, resumed_at=message.at,
+                                                            answer_audio_at=None, window_s=self.resume_window_s):
+                return message, None  # she goes on before the toy said a word: it must not start over her
             if isinstance(message, Utterance) and message.text.strip():
                 return message, None
             if isinstance(message, (Stop, CloseSession, OpenSession)):
