@@ -16,7 +16,7 @@ from toy_runtime.fakes.audio import ListSource, ScriptedASR, ScriptedVAD
 
 @pytest.mark.parametrize("text", ["Turn it down.", "What time is it?", "Goodbye!", "Set the volume to 30.",
                                   "Remind me at 8:00.", "你叫什么名字?", "我饿了",
-                                  "你会唱月亮的歌吗", "I do.", "Yes I can."])
+                                  "你会唱月亮的歌吗", "I do.", "Yes I can.", "I think so.", "I hope so!"])
 def test_finished_sentences_are_complete(text):
     assert classify(text) == "complete"
 

@@ -139,8 +139,9 @@ async def stop_runtime(proc) -> None:
             await proc.wait()
 
 
-async def start_run(rig, state_dir, llm_url: str, log):
-    """`toy-runtime run` as a child process on the rig, answering through `llm_url`, its output into `log`."""
+async def start_run(rig, state_dir, llm_url: str, log, env_extra: dict[str, str] | None = None):
+    """`toy-runtime run` as a child process on the rig, answering through `llm_url`, its output into `log`
+    (`env_extra`: more TOY_* settings)."""
     import sys
 
     from toy_runtime.testing.services import child_env
@@ -148,7 +149,7 @@ async def start_run(rig, state_dir, llm_url: str, log):
     env = child_env()
     env.update(rig.runtime_env())
     env.update({"TOY_STATE_DIR": str(state_dir), "TOY_LLM__BASE_URL": llm_url, "TOY_LLM__MODEL": "scripted-model",
-                "TOY_SESSION__IDLE_TIMEOUT_S": "30"})
+                "TOY_SESSION__IDLE_TIMEOUT_S": "30", **(env_extra or {})})
     with log.open("wb") as out:
         return await asyncio.create_subprocess_exec(sys.executable, "-m", "toy_runtime", "run", env=env,
                                                     stdout=out, stderr=asyncio.subprocess.STDOUT)

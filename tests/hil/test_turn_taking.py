@@ -1,6 +1,7 @@
 """Turn-taking in `toy-runtime run` on the rig: a child who pauses in the middle of a sentence is heard out, and
-answered once, for the whole of it (end-of-turn prediction, audio/turn_end.py) — in a voice the toy never speaks
-with, through the real VAD, Whisper and endpointer."""
+answered once, for the whole of it (end-of-turn prediction, audio/turn_end.py); one cut off in a pause who goes on
+is answered for the whole of it too (session/going_on.py) — in a voice the toy never speaks with, through the real
+VAD, Whisper, endpointer and echo canceller."""
 
 from __future__ import annotations
 
@@ -63,3 +64,39 @@ async def test_a_pause_after_words_that_need_more_does_not_end_the_turn(rig, tmp
     assert asked[-1] == turn["text"], (asked, turn["text"])
     cancelled = [r for r in audit_records(audit, "llm.speculation") if r["outcome"] == "cancelled"]
     assert len(cancelled) == len(asked) - 1, (asked, cancelled)
+
+
+async def test_a_child_cut_off_in_a_pause_who_goes_on_is_answered_once_for_her_whole_sentence(rig, tmp_path):
+    """A fixed 300 ms hangover ends the turn inside her 600 ms pause; the model is slow (1.5 s), so she goes on while
+    the toy thinks. The toy must not answer the first half: it stops, and the model is asked the whole sentence."""
+    first, second = _audible(espeak_pcm("can you tell me")), _audible(espeak_pcm("why the sky is blue"))
+    pause = np.zeros(16 * 600, np.int16).tobytes()
+    asked: list[str] = []
+
+    def answer(request):
+        asked.append(str(request["messages"][-1]["content"]))
+        return Reply(text="Because sunlight bounces off the air.", delay_s=0.0 if len(asked) > 1 else 1.5)
+
+    audit, log = tmp_path / "audit.jsonl", tmp_path / "runtime.log"
+    with ScriptedLLMServer(answer) as llm:
+        proc = await start_run(rig, tmp_path, llm.url, log,
+                               {"TOY_VAD__TURN_END": "fixed", "TOY_VAD__HANGOVER_MS": "300"})
+        try:
+            await wait_for_record(audit, "runtime.ready", 60, proc, log)
+            await asyncio.sleep(0.6)
+            await rig.say_to_mic(first + pause + second, 16000)
+            await wait_for_record(audit, "voice.went_on", 40, proc, log)
+            for _ in range(200):  # the joined turn's record is written once its answer has played
+                if len(audit_records(audit, "voice.turn")) >= 2:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await stop_runtime(proc)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    cut, joined = audit_records(audit, "voice.turn")[:2]
+    assert cut["interrupted"] and cut["went_on"] and not cut["heard"], cut  # stopped before a word of it sounded
+    assert joined["joins"] == cut["text"] and joined["text"].startswith(cut["text"].rstrip(".?"))
+    words = joined["text"].lower().replace("?", " ").replace(".", " ").replace(",", " ")
+    assert "tell me" in words and len(words.split("tell me", 1)[1].split()) >= 3, joined["text"]
+    assert asked[-1] == joined["text"], (asked, joined["text"])  # the whole sentence, asked once more
+    assert not joined["interrupted"] and joined["spoken"], joined

@@ -214,7 +214,8 @@ async def test_a_child_who_goes_on_before_the_toy_speaks_is_answered_once_for_he
         await until(lambda: rig.loop.state is SessionState.THINKING)
         resumed = time.monotonic()
         await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
-        await until(lambda: rig.audit.of("voice.went_on"))
+        await asyncio.sleep(1.0)  # she is still speaking when the first answer is ready: it must not play
+        assert not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]
         await rig.mic.put(going_on("Has a red bike.", resumed))
         await until(lambda: len(rig.loop.records) >= 2)
         rig.loop.post(Stop())
@@ -272,14 +273,36 @@ async def test_words_begun_as_the_answer_starts_go_on_and_words_after_she_heard_
 
 
 @pytest.mark.slow  # real waits (a slow first token): outside the fast lane
-async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_are_answered(tmp_path):
-    """The speech start was a cough (the listener drops it as too short): the turn it stopped is asked again, so a
-    noise while the toy thinks costs a moment, never the answer."""
-    with ScriptedLLMServer([Reply(text="Who is Tom?", delay_s=0.8), Reply(text="Who is Tom?")]) as llm:
+async def test_a_sound_while_the_toy_thinks_that_comes_to_nothing_only_holds_the_answer_back(tmp_path):
+    """The speech start was a cough (the listener drops it as too short): the answer held back for it plays, the turn
+    is not asked again."""
+    with ScriptedLLMServer([Reply(text="Who is Tom?", delay_s=0.3)]) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
         await rig.mic.put(utterance("My friend Tom."))
         await until(lambda: rig.loop.state is SessionState.THINKING)
+        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await asyncio.sleep(0.8)  # the answer is ready and held
+        assert not rig.loop.records and not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]
+        await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
+        await until(lambda: len(rig.loop.records) >= 1)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    [record] = rig.loop.records
+    assert record.text == "My friend Tom." and record.spoken == ["Who is Tom?"] and not record.interrupted
+    assert len(llm.requests) == 1 and not rig.audit.of("voice.went_on")
+
+
+@pytest.mark.slow  # real waits (a paced speaker): outside the fast lane
+async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_are_answered(tmp_path):
+    """She started again as the answer started (so it stopped), and that speech was dropped as too short: she
+    heard nothing of the answer, so the turn is asked again rather than left unanswered."""
+    with ScriptedLLMServer([Reply(text="Who is Tom? " * 5), Reply(text="Who is Tom?")]) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("My friend Tom."))
+        await until(lambda: rig.loop.state is SessionState.SPEAKING)
         await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
         await until(lambda: rig.audit.of("voice.went_on"))
         await rig.mic.put(UtteranceDiscarded("too_short", 120.0))

@@ -47,7 +47,9 @@ _EN_TRAILING_PAIRS = frozenset({
 })
 # The subject or object that ends these pairs is not the end (I do. / Yes I can. are sentences of their own).
 _EN_ENDS_OK = frozenset({("i", "do"), ("you", "do"), ("we", "do"), ("i", "can"), ("you", "can"), ("we", "can"),
-                         ("i", "am"), ("i", "will"), ("i", "did"), ("you", "are"), ("i", "think")})
+                         ("i", "am"), ("i", "will"), ("i", "did"), ("you", "are"), ("i", "think"),
+                         # "so" that answers ("I think so.": held 1.2 s on Whisper's held-out transcripts)
+                         ("think", "so"), ("hope", "so"), ("guess", "so"), ("said", "so"), ("do", "so")})
 # Mandarin endings that need more: conjunctions, fillers, a measure word without its noun, a verb waiting for its
 # object ("告诉我…", "我想听…"), "…的时候".
 _ZH_TRAILING = ("然后", "还有", "而且", "因为", "所以", "但是", "可是", "就是", "那个", "这个", "如果", "和", "跟",

@@ -56,6 +56,8 @@ class TurnSpeaker:
         self.marks: dict[int, AnswerMarks] = {}
         self.failures: list[str] = []  # sentences skipped because TTS or playback failed
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=queue_size)  # bounded: text waits, never piles up
+        self._open = asyncio.Event()  # cleared by hold(): audio is synthesized but not played
+        self._open.set()
         self._first_sample_waiters: list[asyncio.Task] = []
         self._task = asyncio.create_task(self._run(), name=f"speak:{turn_id}")
 
@@ -91,6 +93,20 @@ class TurnSpeaker:
             self._first_sample_waiters.append(asyncio.create_task(
                 self._await_first_sample(speech.answer), name=f"first-sample:{self.answer_id(speech.answer)}"))
         await self._queue.put(speech)
+
+    def hold(self) -> None:
+        """Play nothing more until `release()`: the child may be going on (synthesis goes on, so the answer is
+        ready the moment it is released)."""
+        self._open.clear()
+
+    def release(self) -> None:
+        """Play again after `hold()`."""
+        self._open.set()
+
+    @property
+    def held(self) -> bool:
+        """Whether playback is held."""
+        return not self._open.is_set()
 
     async def finish(self) -> None:
         """All text given: wait until it is synthesized, queued and played out."""
@@ -132,6 +148,7 @@ class TurnSpeaker:
                 async for piece in self.synthesizer.synthesize(speech.text):
                     if marks.first_clause_synthesized_at is None:
                         marks.first_clause_synthesized_at = self.clock()
+                    await self._open.wait()
                     await self.sink.play(piece.pcm, piece.sample_rate_hz, self.answer_id(speech.answer))
                     seconds += len(piece.pcm) / 2 / piece.sample_rate_hz
             except asyncio.CancelledError:

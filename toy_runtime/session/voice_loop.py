@@ -71,6 +71,9 @@ SPECULATE_MIN_WAIT_MS = 60.0
 # The utterance that follows a speech start it began with starts within this of it (the listener's pre-roll and
 # start rule move its first sample); a later one is other words
 SAME_SPEECH_S = 1.0
+# A held answer (a speech start while the toy thinks) plays anyway if the listener has not resolved that speech by
+# then: it always does (an utterance, or one dropped), at the latest at [vad] max_utterance_ms; this only bounds a fault
+HOLD_LIMIT_S = 20.0
 
 
 class VoiceLoop:
@@ -386,7 +389,7 @@ class VoiceLoop:
                     self.audit.record(AuditKind.VOICE_TURN_FAILED, turn=self._turns, error=f"{type(exc).__name__}: {exc}")
                     await speaker.cancel()
             else:
-                interrupted_by, verdict = await self._watch_for_barge_in(driver, pump, utterance)
+                interrupted_by, verdict = await self._watch_for_barge_in(driver, pump, utterance, speaker)
                 if interrupted_by is not None and not driver.done():
                     record.interrupted = True
                     driver.cancel()  # asked first, so no event starts while the audio stops
@@ -424,19 +427,29 @@ class VoiceLoop:
             self._finish_record(record, speaker)
         return ("terminated" if record.terminated else "answered"), interrupted_by
 
-    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task, utterance: Utterance
+    async def _watch_for_barge_in(self, driver: asyncio.Task, pump: asyncio.Task, utterance: Utterance,
+                                  speaker: TurnSpeaker
                                   ) -> tuple[SpeechStart | Utterance | None, OwnVoiceVerdict | None]:
         """While the turn runs, user speech (SpeechStart or a new Utterance) interrupts it. Returns what
         interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged. Before the toy speaks,
-        a speech start interrupts only when the child goes on with `utterance` (session/going_on.py)."""
+        a speech start that may go on with `utterance` (session/going_on.py) holds the answer's audio until the
+        listener says what it was: words (they interrupt) or nothing (the answer plays)."""
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
-            done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED,
+                                         timeout=HOLD_LIMIT_S if speaker.held else None)
+            if not done:  # held, and the listener never said what the speech was: the answer plays
+                speaker.release()
             if getter not in done:
                 getter.cancel()
                 await asyncio.gather(getter, return_exceptions=True)
+                if not done:
+                    continue
                 break
             message = getter.result()
+            if isinstance(message, UtteranceDiscarded) and speaker.held:
+                speaker.release()  # a cough, a breath: no words came
+                continue
             if self._own_voice(message):
                 continue  # the end of what the toy heard of itself, or words of it
             if isinstance(message, SpeechStart) and self.state is SessionState.SPEAKING:
@@ -450,7 +463,8 @@ class VoiceLoop:
                 return message, verdict  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, SpeechStart) and went_on(first_ended_at=utterance.ended_at, resumed_at=message.at,
                                                             answer_audio_at=None, window_s=self.resume_window_s):
-                return message, None  # she goes on before the toy said a word: it must not start over her
+                speaker.hold()  # still thinking, and she may be going on: the toy must not start over her
+                continue
             if isinstance(message, Utterance) and message.text.strip():
                 return message, None
             if isinstance(message, (Stop, CloseSession, OpenSession)):
