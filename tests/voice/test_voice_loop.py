@@ -189,6 +189,15 @@ def going_on(text: str, started_at: float) -> Utterance:
                      asr_final_at=now, audio_ms=1100.0, reason="hangover")
 
 
+async def go_on_when(rig, first: str, state: SessionState) -> float:
+    """The child says `first` and, once the loop is `state`, starts speaking again: when she did (monotonic)."""
+    await rig.mic.put(utterance(first))
+    await until(lambda: rig.loop.state is state)
+    resumed = time.monotonic()
+    await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+    return resumed
+
+
 # the window is wide here: a cold first request on a busy machine must not decide these tests (going_on's own
 # tests cover the window)
 
@@ -210,10 +219,7 @@ async def test_a_child_who_goes_on_before_the_toy_speaks_is_answered_once_for_he
     with ScriptedLLMServer(answer) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("My friend Tom."))
-        await until(lambda: rig.loop.state is SessionState.THINKING)
-        resumed = time.monotonic()
-        await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+        resumed = await go_on_when(rig, "My friend Tom.", SessionState.THINKING)
         await asyncio.sleep(1.0)  # she is still speaking when the first answer is ready: it must not play
         assert not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]
         await rig.mic.put(going_on("Has a red bike.", resumed))
@@ -242,10 +248,7 @@ async def test_words_begun_as_the_answer_starts_go_on_and_words_after_she_heard_
     with ScriptedLLMServer(script) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("Tell me a story."))
-        await until(lambda: rig.loop.state is SessionState.SPEAKING)
-        resumed = time.monotonic()
-        await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+        resumed = await go_on_when(rig, "Tell me a story.", SessionState.SPEAKING)
         await rig.mic.put(going_on("About a dragon.", resumed))
         await until(lambda: len(rig.loop.records) >= 2)
         await rig.mic.put(utterance("Tell me another one."))
@@ -279,9 +282,7 @@ async def test_a_sound_while_the_toy_thinks_that_comes_to_nothing_only_holds_the
     with ScriptedLLMServer([Reply(text="Who is Tom?", delay_s=0.3)]) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("My friend Tom."))
-        await until(lambda: rig.loop.state is SessionState.THINKING)
-        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await go_on_when(rig, "My friend Tom.", SessionState.THINKING)
         await asyncio.sleep(0.8)  # the answer is ready and held
         assert not rig.loop.records and not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]
         await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
@@ -301,9 +302,7 @@ async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_a
     with ScriptedLLMServer([Reply(text="Who is Tom? " * 5), Reply(text="Who is Tom?")]) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("My friend Tom."))
-        await until(lambda: rig.loop.state is SessionState.SPEAKING)
-        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await go_on_when(rig, "My friend Tom.", SessionState.SPEAKING)
         await until(lambda: rig.audit.of("voice.went_on"))
         await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
         await until(lambda: len(rig.loop.records) >= 2)
@@ -323,9 +322,7 @@ async def test_speech_that_sounds_like_the_toy_itself_does_not_interrupt_it(tmp_
                            ) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=OwnVoiceCheck(lambda window_s: 0.9))
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("tell me a story"))
-        await until(lambda: rig.loop.state is SessionState.SPEAKING)
-        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await go_on_when(rig, "tell me a story", SessionState.SPEAKING)
         await rig.mic.put(utterance("once upon a"))
         await until(lambda: len(rig.loop.records) >= 1)
         rig.loop.post(Stop())
@@ -347,9 +344,7 @@ async def test_the_toys_own_voice_heard_out_after_the_answer_ended_is_no_turn(tm
     with ScriptedLLMServer(script) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, own_voice=OwnVoiceCheck(lambda window_s: 0.9))
         runner = asyncio.create_task(rig.loop.run(once=True))
-        await rig.mic.put(utterance("tell me a story"))
-        await until(lambda: rig.loop.state is SessionState.SPEAKING)
-        await rig.mic.put(SpeechStart(at=time.monotonic(), detected_at=time.monotonic()))
+        await go_on_when(rig, "tell me a story", SessionState.SPEAKING)
         await until(lambda: len(rig.loop.records) >= 1)  # the answer ended; the toy's echo is still being heard
         await rig.mic.put(EarlyTranscript(text="a box", turn_class="complete", wait_ms=600.0, silent_ms=100.0))
         await rig.mic.put(utterance("a box"))
