@@ -45,9 +45,9 @@ def test_a_child_is_cut_off_by_an_answer_in_her_pause_a_second_turn_or_an_end_of
 def test_the_classes_count_cuts_and_time_only_the_turns_not_cut():
     plays = [PausePlay("a … b", "paused", b"", 1.0), PausePlay("c … d", "paused", b"", 1.0),
              PausePlay("go", "complete", b"", 0.0)]
-    summary = class_summary(plays, [True, False, False], [100.0, 500.0, 300.0], [True, True, True])
-    assert summary["paused"] == {"utterances": 2, "cut": 1, "cut_answered_whole": 1, "heard_p50_ms": 500.0,
-                                 "heard_p90_ms": 500.0}
+    summary = class_summary(plays, [True, False, False], [100.0, 500.0, 300.0])
+    assert summary["paused"] == {"utterances": 2, "cut": 1, "cut_answered_whole": 0, "heard_as_cut": 1,
+                                 "heard_p50_ms": 500.0, "heard_p90_ms": 500.0}
     assert summary["complete"]["cut"] == 0 and summary["complete"]["heard_p50_ms"] == 300.0
     assert voice_pauses.CUT_EARLY_MS < 300  # shorter than the corpus's shortest pause before a last part
 
@@ -60,3 +60,13 @@ def test_a_transcript_covers_an_utterance_when_it_holds_most_of_its_words():
     assert not covers("my friend Tom has a red bike", "Has a red bike.")  # the second part alone
     assert covers("我想听 嗯 一个小兔子的故事", "我想听一个小兔子的故事。")
     assert not covers("我的朋友 有一辆红色的自行车", "有一辆红色的自行车。")
+
+
+def test_a_cut_answered_whole_before_the_toy_sounded_is_not_heard_as_one():
+    plays = [PausePlay("a … b", "paused", b"", 1.0), PausePlay("c … d", "paused", b"", 1.0),
+             PausePlay("e … f", "paused", b"", 1.0)]
+    # 1: cut, answered whole, silent meanwhile; 2: cut, answered whole, but the toy had sounded; 3: cut, answered part
+    summary = class_summary(plays, [True, True, True], [400.0, 900.0, 300.0], [True, True, False],
+                            [False, True, False])
+    assert summary["paused"]["cut"] == 3 and summary["paused"]["cut_answered_whole"] == 2
+    assert summary["paused"]["heard_as_cut"] == 2 and summary["paused"]["heard_p50_ms"] == 400.0

@@ -7,9 +7,12 @@ commands as they are — and the toy is judged by what a child would hear:
 - *cut*: the runtime ended its turn before the child had finished: its end of speech came in a pause, it ended
   more than one turn on the utterance, or the toy's speaker sounded before the child was done (an answer inside a
   pause, or over the words that came after it);
-- *heard voice to voice*: on the ones not cut, from the child's last sound to the toy's first (as `bench voice`);
+- *heard voice to voice*: from the child's last sound to the toy's first (as `bench voice`);
 - *cut, then answered whole*: the cut ones whose last turn was not interrupted and holds the utterance's words
-  (`covers`): the toy stopped when she went on, and answered her whole sentence (session/going_on.py).
+  (`covers`): the toy stopped when she went on, and answered her whole sentence (session/going_on.py);
+- *heard as cut*: what the child meets — the toy sounded before she was done (`sounded_early`), or a cut left her
+  with an answer to part of what she said. A turn stopped while the toy still thought, and answered whole, is not;
+- *heard voice to voice*: over the ones not heard as cut.
 
 Per class (paused / complete), so what the prediction buys the complete commands and what it costs the paused
 ones are side by side, on the same clock as the rest of `bench voice`.
@@ -28,7 +31,7 @@ from ..language import has_cjk
 from ..metrics.turns import percentile
 from .heard import HeardTurn, Levels
 
-__all__ = ["PausePlay", "pause_plays", "was_cut", "covers", "class_summary"]
+__all__ = ["PausePlay", "pause_plays", "was_cut", "sounded_early", "covers", "class_summary"]
 
 CUT_MARGIN_S = 0.05  # the toy sounding this soon after the child's last sound is still inside her utterance
 # The runtime's end of speech this long before the child's last sound: it ended in a pause (every last part of
@@ -82,6 +85,12 @@ def was_cut(heard: HeardTurn, speaker: Levels, start_s: float, threshold_db: flo
     the child's speech and `CUT_MARGIN_S` after its end."""
     if turns_ended > 1 or (runtime_early_ms is not None and runtime_early_ms > CUT_EARLY_MS):
         return True
+    return sounded_early(heard, speaker, start_s, threshold_db)
+
+
+def sounded_early(heard: HeardTurn, speaker: Levels, start_s: float, threshold_db: float) -> bool:
+    """Whether the toy's speaker sounded between the start of the child's speech (from `start_s` on) and
+    `CUT_MARGIN_S` after its end: she heard it before she was done."""
     if heard.speech_start_s is None or heard.speech_end_s is None:
         return False
     lo = speaker.index_at(max(start_s, heard.speech_start_s))
@@ -103,17 +112,21 @@ def covers(reference: str, transcript: str, *, share: float = COVER_SHARE) -> bo
 
 
 def class_summary(plays: Sequence[PausePlay], cuts: Sequence[bool], heard_ms: Sequence[float | None],
-                  whole: Sequence[bool] = ()) -> dict[str, Any]:
-    """Per class: utterances, cuts, the cut ones answered whole in the end (`whole`: per utterance), and heard voice
-    to voice (p50 / p90 ms) over the ones not cut."""
+                  whole: Sequence[bool] = (), sounded: Sequence[bool] = ()) -> dict[str, Any]:
+    """Per class: utterances, cuts, the cut ones answered whole in the end (`whole`: per utterance), the ones heard
+    as cut (`sounded`: the toy sounded before she was done, per utterance; or cut and not answered whole), and heard
+    voice to voice (p50 / p90 ms) over the ones not heard as cut. Without `whole` and `sounded`, every cut is heard."""
     out: dict[str, Any] = {}
     whole = list(whole) or [False] * len(plays)
+    sounded = list(sounded) or [False] * len(plays)
+    felt = [s or (c and not w) for c, w, s in zip(cuts, whole, sounded)]
     for kind in ("paused", "complete"):
-        rows = [(c, h) for p, c, h in zip(plays, cuts, heard_ms) if p.kind == kind]
-        heard = [h for c, h in rows if not c and h is not None]
+        rows = [(c, w, f, h) for p, c, w, f, h in zip(plays, cuts, whole, felt, heard_ms) if p.kind == kind]
+        heard = [h for _, _, f, h in rows if not f and h is not None]
         p50, p90 = percentile(heard, 50), percentile(heard, 90)
-        out[kind] = {"utterances": len(rows), "cut": sum(c for c, _ in rows),
-                     "cut_answered_whole": sum(c and w for p, c, w in zip(plays, cuts, whole) if p.kind == kind),
+        out[kind] = {"utterances": len(rows), "cut": sum(c for c, _, _, _ in rows),
+                     "cut_answered_whole": sum(c and w for c, w, _, _ in rows),
+                     "heard_as_cut": sum(f for _, _, f, _ in rows),
                      "heard_p50_ms": None if p50 is None else round(p50, 1),
                      "heard_p90_ms": None if p90 is None else round(p90, 1)}
     return out

@@ -42,12 +42,14 @@ def _pause_lines(meta: Mapping[str, Any]) -> list[str]:
     out = [f"The pause corpus ({meta.get('pause_language')}, {voiced}): a *cut* is a turn ended before the child "
            "had finished (the runtime's end of speech in a pause, two turns on one utterance, or the toy sounding "
            "before she was done); *then answered whole*: of those, the ones whose last turn held all her words "
-           "(she went on and the toy answered the whole sentence); heard v2v over the ones not cut.", "",
-           "| class | utterances | cut | then answered whole | heard v2v p50 | p90 |", "|---|---|---|---|---|---|"]
+           "(she went on and the toy answered the whole sentence); *heard as cut*: the toy sounded before she was "
+           "done, or she got an answer to part of it; heard v2v over the ones not heard as cut.", "",
+           "| class | utterances | cut | then answered whole | heard as cut | heard v2v p50 | p90 |",
+           "|---|---|---|---|---|---|---|"]
     for kind, row in classes.items():
         cells = ["–" if row[k] is None else f"{row[k]:.0f}" for k in ("heard_p50_ms", "heard_p90_ms")]
         out.append(f"| {kind} | {row['utterances']} | {row['cut']} | {row.get('cut_answered_whole', 0)} | "
-                   f"{cells[0]} ms | {cells[1]} ms |")
+                   f"{row.get('heard_as_cut', row['cut'])} | {cells[0]} ms | {cells[1]} ms |")
     return out + [""]
 
 

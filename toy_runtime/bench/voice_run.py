@@ -31,7 +31,7 @@ from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, utterance_cache_dir, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
-from .voice_pauses import PausePlay, class_summary, covers, pause_plays, was_cut
+from .voice_pauses import PausePlay, class_summary, covers, pause_plays, sounded_early, was_cut
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
 VAD_HANGOVER_MS: int = VadConfig.model_fields["hangover_ms"].default  # the runtime's own, read from its section
@@ -294,6 +294,7 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
     rows = []
     cuts: list[bool] = []
     whole: list[bool] = []  # the utterance's last turn, not interrupted, holds all her words
+    sounded: list[bool] = []  # the toy sounded before she was done
     for i, (start_s, start_mono) in enumerate(starts):
         end_s = starts[i + 1][0] if i + 1 < len(starts) else len(mic_pcm) / rate
         heard = find_turn(mic, speaker, start_s, end_s, threshold)
@@ -309,6 +310,7 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
                         else row.logged_v2v_ms - row.heard_v2v_ms)
             cuts.append(was_cut(heard, speaker, start_s, threshold, turns_ended=next_index - index,
                                 runtime_early_ms=early_ms))
+            sounded.append(sounded_early(heard, speaker, start_s, threshold))
             on_it = voice_turns[index:next_index]  # the turns the runtime ended on this utterance
             last = on_it[-1] if on_it else None
             whole.append(last is not None and not last.interrupted
@@ -318,6 +320,6 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
             row.text = f"[{pause_session[i].kind}] {pause_session[i].text} → {row.text}"
         rows.append(row)
     if pause_session:
-        meta["pause_classes"] = class_summary(pause_session, cuts, [r.heard_v2v_ms for r in rows], whole)
+        meta["pause_classes"] = class_summary(pause_session, cuts, [r.heard_v2v_ms for r in rows], whole, sounded)
         meta["pause_language"], meta["whole_sentences"] = config.pause_language, config.whole_sentences
     return summarize_turns(rows, meta)
