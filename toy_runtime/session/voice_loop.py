@@ -3,8 +3,9 @@
 A session opens on VAD speech (always-listening), on push-to-talk, or on a host event (a button, a reminder). The
 mic is half-duplex by default: the listener is paused while the toy thinks and speaks, so it never answers itself.
 With barge-in on, user speech during an answer flushes playback and discards the turn (its not-yet-started events
-never run); speech begun before the child could have heard the answer goes on with her turn (session/going_on.py). `session.terminate` → the farewell plays to the end → sibling events finish → the session closes its
-output stream. Cleanup is the same on normal end, stop, device error and SIGTERM.
+never run); speech begun before the child could have heard the answer goes on with her turn (session/going_on.py).
+`session.terminate` → the farewell plays to the end → sibling events finish → the session closes its output stream.
+Cleanup is the same on normal end, stop, device error and SIGTERM.
 """
 
 from __future__ import annotations
@@ -55,15 +56,6 @@ class Stop:
 
 Inbox = ListenerEvent | OpenSession | CloseSession | Stop
 
-
-@dataclass(frozen=True)
-class _WentOn:
-    """A turn stopped because the child went on: her words so far, and what she heard of the answer (kept for the
-    history only if her going on comes to nothing)."""
-
-    utterance: Utterance
-    heard: list[Speech]
-    resumed_at: float  # source time: when her next words started
 MAX_RECORDS = 200
 # Speculate only when the turn will wait at least this much longer: a finished sentence ends as its transcript
 # comes in, and a request sent then saves nothing and costs one more when the child goes on
@@ -74,6 +66,16 @@ SAME_SPEECH_S = 1.0
 # A held answer (a speech start while the toy thinks) plays anyway if the listener has not resolved that speech by
 # then: it always does (an utterance, or one dropped), at the latest at [vad] max_utterance_ms; this only bounds a fault
 HOLD_LIMIT_S = 20.0
+
+
+@dataclass(frozen=True)
+class _WentOn:
+    """A turn stopped because the child went on: her words so far, and what she heard of the answer (kept for the
+    history only if her going on comes to nothing)."""
+
+    utterance: Utterance
+    heard: list[Speech]
+    resumed_at: float  # source time: when her next words started
 
 
 class VoiceLoop:
