@@ -275,18 +275,24 @@ async def test_words_begun_as_the_answer_starts_go_on_and_words_after_she_heard_
     assert heard == ["A fox and a dragon, then!", " ".join(third.heard)], heard
 
 
+NO_WORDS = [UtteranceDiscarded("too_short", 120.0), going_on("", 0.0)]  # dropped, or heard with no transcript
+
+
 @pytest.mark.slow  # real waits (a slow first token): outside the fast lane
-async def test_a_sound_while_the_toy_thinks_that_comes_to_nothing_only_holds_the_answer_back(tmp_path):
-    """The speech start was a cough (the listener drops it as too short): the answer held back for it plays, the turn
-    is not asked again."""
+@pytest.mark.parametrize("nothing", NO_WORDS, ids=["dropped", "no-transcript"])
+async def test_a_sound_while_the_toy_thinks_that_comes_to_nothing_only_holds_the_answer_back(tmp_path, nothing):
+    """The speech start was a cough (the listener drops it as too short, or hears no words in it): the answer held
+    back for it plays at once, the turn is not asked again."""
     with ScriptedLLMServer([Reply(text="Who is Tom?", delay_s=0.3)]) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0)
         runner = asyncio.create_task(rig.loop.run(once=True))
         await go_on_when(rig, "My friend Tom.", SessionState.THINKING)
         await asyncio.sleep(0.8)  # the answer is ready and held
         assert not rig.loop.records and not [c for c in rig.sinks[0].chunks if ".u1." in c.answer_id]
-        await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
+        released = time.monotonic()
+        await rig.mic.put(nothing)
         await until(lambda: len(rig.loop.records) >= 1)
+        assert time.monotonic() - released < 10  # not the hold's 20 s bound
         rig.loop.post(Stop())
         await asyncio.wait_for(runner, 60)
         await rig.close()
@@ -296,7 +302,8 @@ async def test_a_sound_while_the_toy_thinks_that_comes_to_nothing_only_holds_the
 
 
 @pytest.mark.slow  # real waits (a paced speaker): outside the fast lane
-async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_are_answered(tmp_path):
+@pytest.mark.parametrize("nothing", NO_WORDS, ids=["dropped", "no-transcript"])
+async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_are_answered(tmp_path, nothing):
     """She started again as the answer started (so it stopped), and that speech was dropped as too short: she
     heard nothing of the answer, so the turn is asked again rather than left unanswered."""
     with ScriptedLLMServer([Reply(text="Who is Tom? " * 5), Reply(text="Who is Tom?")]) as llm:
@@ -304,7 +311,7 @@ async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_a
         runner = asyncio.create_task(rig.loop.run(once=True))
         await go_on_when(rig, "My friend Tom.", SessionState.SPEAKING)
         await until(lambda: rig.audit.of("voice.went_on"))
-        await rig.mic.put(UtteranceDiscarded("too_short", 120.0))
+        await rig.mic.put(nothing)
         await until(lambda: len(rig.loop.records) >= 2)
         rig.loop.post(Stop())
         await asyncio.wait_for(runner, 60)

@@ -313,8 +313,9 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
             sounded.append(sounded_early(heard, speaker, start_s, threshold))
             on_it = voice_turns[index:next_index]  # the turns the runtime ended on this utterance
             last = on_it[-1] if on_it else None
-            whole.append(last is not None and not last.interrupted
-                         and covers(pause_session[i].text.replace(" … ", " "), last.text))
+            said = pause_session[i].text
+            whole.append(last is not None and not last.interrupted and covers(said.replace(" … ", " "), last.text)
+                         and covers(said.split(" … ")[0], last.text))  # the first part is what a cut loses
             if cuts[-1]:
                 row.problem = "cut in a pause" + (", then answered whole" if whole[-1] else "")
             row.text = f"[{pause_session[i].kind}] {pause_session[i].text} → {row.text}"

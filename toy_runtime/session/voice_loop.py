@@ -63,9 +63,15 @@ SPECULATE_MIN_WAIT_MS = 60.0
 # The utterance that follows a speech start it began with starts within this of it (the listener's pre-roll and
 # start rule move its first sample); a later one is other words
 SAME_SPEECH_S = 1.0
-# A held answer (a speech start while the toy thinks) plays anyway if the listener has not resolved that speech by
-# then: it always does (an utterance, or one dropped), at the latest at [vad] max_utterance_ms; this only bounds a fault
+# A held answer (a speech start while the toy thinks) plays anyway this long after the hold began, if the listener
+# has not said what that speech was by then (it always does: an utterance, with words or none, or one dropped, by
+# [vad] max_utterance_ms at the latest); this bounds a fault
 HOLD_LIMIT_S = 20.0
+
+
+def _no_words(message: Inbox) -> bool:
+    """Whether `message` is the listener's word that the speech it reported held none: dropped, or no transcript."""
+    return isinstance(message, UtteranceDiscarded) or (isinstance(message, Utterance) and not message.text.strip())
 
 
 @dataclass(frozen=True)
@@ -304,7 +310,7 @@ class VoiceLoop:
                 if isinstance(message, EarlyTranscript):
                     await self._speculate(message)
                     continue
-                if isinstance(message, UtteranceDiscarded) and self._went_on is not None:
+                if _no_words(message) and self._went_on is not None:
                     pending = self._gone_nowhere()
                     continue
                 pending = message
@@ -436,10 +442,11 @@ class VoiceLoop:
         interrupted it (None: nothing did) and the own-voice verdict on it, if it was judged. Before the toy speaks,
         a speech start that may go on with `utterance` (session/going_on.py) holds the answer's audio until the
         listener says what it was: words (they interrupt) or nothing (the answer plays)."""
+        release_by = 0.0  # monotonic: while held, the answer plays at the latest then
         while not driver.done():
             getter = asyncio.create_task(self.inbox.get(), name="voice:barge-in")
             done, _ = await asyncio.wait({driver, getter}, return_when=asyncio.FIRST_COMPLETED,
-                                         timeout=HOLD_LIMIT_S if speaker.held else None)
+                                         timeout=max(release_by - time.monotonic(), 0.0) if speaker.held else None)
             if not done:  # held, and the listener never said what the speech was: the answer plays
                 speaker.release()
             if getter not in done:
@@ -449,7 +456,7 @@ class VoiceLoop:
                     continue
                 break
             message = getter.result()
-            if isinstance(message, UtteranceDiscarded) and speaker.held:
+            if _no_words(message) and speaker.held:
                 speaker.release()  # a cough, a breath: no words came
                 continue
             if self._own_voice(message):
@@ -465,7 +472,9 @@ class VoiceLoop:
                 return message, verdict  # the utterance that follows arrives next and becomes the next turn
             if isinstance(message, SpeechStart) and went_on(first_ended_at=utterance.ended_at, resumed_at=message.at,
                                                             answer_audio_at=None, window_s=self.resume_window_s):
-                speaker.hold()  # still thinking, and she may be going on: the toy must not start over her
+                if not speaker.held:
+                    speaker.hold()  # still thinking, and she may be going on: the toy must not start over her
+                    release_by = time.monotonic() + HOLD_LIMIT_S
                 continue
             if isinstance(message, Utterance) and message.text.strip():
                 return message, None
