@@ -70,3 +70,13 @@ def test_a_cut_answered_whole_before_the_toy_sounded_is_not_heard_as_one():
                             [False, True, False])
     assert summary["paused"]["cut"] == 3 and summary["paused"]["cut_answered_whole"] == 2
     assert summary["paused"]["heard_as_cut"] == 2 and summary["paused"]["heard_p50_ms"] == 400.0
+
+
+def test_an_utterance_is_answered_whole_only_by_an_uninterrupted_turn_with_its_first_part():
+    from toy_runtime.bench.voice_pauses import answered_whole
+
+    play = PausePlay("小猫 … 为什么会呼噜", "paused", b"", 1.0)
+    assert answered_whole(play, "小猫为什么会呼噜？", interrupted=False)
+    assert not answered_whole(play, "为什么会呼噜？", interrupted=False)  # the tail alone: 6 of 8 characters
+    assert not answered_whole(play, "小猫为什么会呼噜？", interrupted=True)
+    assert not answered_whole(play, None, interrupted=False)

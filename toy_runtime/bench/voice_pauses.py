@@ -31,7 +31,7 @@ from ..language import has_cjk
 from ..metrics.turns import percentile
 from .heard import HeardTurn, Levels
 
-__all__ = ["PausePlay", "pause_plays", "was_cut", "sounded_early", "covers", "class_summary"]
+__all__ = ["PausePlay", "pause_plays", "was_cut", "sounded_early", "covers", "answered_whole", "class_summary"]
 
 CUT_MARGIN_S = 0.05  # the toy sounding this soon after the child's last sound is still inside her utterance
 # The runtime's end of speech this long before the child's last sound: it ended in a pause (every last part of
@@ -109,6 +109,14 @@ def covers(reference: str, transcript: str, *, share: float = COVER_SHARE) -> bo
     said, heard = units(reference), units(transcript)
     matched = sum(block.size for block in SequenceMatcher(None, said, heard, autojunk=False).get_matching_blocks())
     return bool(said) and matched >= share * len(said)
+
+
+def answered_whole(play: PausePlay, last_turn_text: str | None, *, interrupted: bool) -> bool:
+    """Whether the last turn the runtime ended on `play` (its transcript, None: no turn) answered all of it: not
+    interrupted, holding the utterance's words and those of its first part, which is what a cut loses."""
+    parts = play.text.split(" … ")
+    return (last_turn_text is not None and not interrupted and covers(" ".join(parts), last_turn_text)
+            and covers(parts[0], last_turn_text))
 
 
 def class_summary(plays: Sequence[PausePlay], cuts: Sequence[bool], heard_ms: Sequence[float | None],

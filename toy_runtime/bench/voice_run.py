@@ -31,7 +31,7 @@ from ..testing.fake_searxng import FakeSearxng
 from .heard import find_turn, levels_of, split_probe
 from .utterances import utterance, utterance_cache_dir, vad_tail_ms
 from .voice_breakdown import breakdown, summarize_turns
-from .voice_pauses import PausePlay, class_summary, covers, pause_plays, sounded_early, was_cut
+from .voice_pauses import PausePlay, answered_whole, class_summary, pause_plays, sounded_early, was_cut
 from .voice_session import MIXED_PHRASES, MixedSessionReplies, StampedReplies
 
 VAD_HANGOVER_MS: int = VadConfig.model_fields["hangover_ms"].default  # the runtime's own, read from its section
@@ -312,10 +312,8 @@ def _measure(config: VoiceBenchConfig, meta: dict[str, Any], pcm: bytes, recordi
                                 runtime_early_ms=early_ms))
             sounded.append(sounded_early(heard, speaker, start_s, threshold))
             on_it = voice_turns[index:next_index]  # the turns the runtime ended on this utterance
-            last = on_it[-1] if on_it else None
-            said = pause_session[i].text
-            whole.append(last is not None and not last.interrupted and covers(said.replace(" … ", " "), last.text)
-                         and covers(said.split(" … ")[0], last.text))  # the first part is what a cut loses
+            whole.append(answered_whole(pause_session[i], on_it[-1].text if on_it else None,
+                                        interrupted=bool(on_it) and on_it[-1].interrupted))
             if cuts[-1]:
                 row.problem = "cut in a pause" + (", then answered whole" if whole[-1] else "")
             row.text = f"[{pause_session[i].kind}] {pause_session[i].text} → {row.text}"

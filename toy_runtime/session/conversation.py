@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 
 class Conversation:
@@ -86,4 +86,4 @@ class Conversation:
 
     def next_turn_id(self) -> str:
         self.turns += 1
-        return f"{self.session_id}.t{self.turns}"
+        return cast(str, self.current_turn_id)
