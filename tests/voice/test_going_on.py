@@ -72,3 +72,20 @@ def test_a_cut_reply_whose_events_ran_keeps_their_record():
     assert conversation.cut_reply(turn_id, "")
     assert [m["content"] for m in conversation.messages] == [
         "Turn it down.", "<agent_events>device.volume.adjust</agent_events>"]
+
+
+def test_a_turn_cut_off_unheard_that_started_an_event_is_remembered_with_its_record():
+    """Cut off before a word of it was heard, a turn that started nothing leaves no trace; one whose event had
+    started (it stands) enters the history with the child's words and the event's record."""
+    from toy_runtime.session.conversation import Conversation
+    from toy_runtime.session.turn_memory import remember_interrupted
+
+    conversation = Conversation()
+    conversation.next_turn_id()
+    remember_interrupted(conversation, "Tell me a story.", [])
+    assert conversation.messages == []
+    conversation.next_turn_id()
+    remember_interrupted(conversation, "Turn the music.", [],
+                         protocol="<agent_events>device.volume.adjust</agent_events>")
+    assert [(m["role"], m["content"]) for m in conversation.messages] == [
+        ("user", "Turn the music."), ("assistant", "<agent_events>device.volume.adjust</agent_events>")]

@@ -13,6 +13,7 @@ from toy_runtime.app.runtime import build_runtime
 from toy_runtime.audio.listener import EarlyTranscript, SpeechStart, Utterance, UtteranceDiscarded
 from toy_runtime.audio.own_voice import OwnVoiceCheck
 from toy_runtime.config import load_settings, with_updates
+from toy_runtime.events import EventDefinition, Resolution, ResultPolicy
 from toy_runtime.audit import MemoryAudit
 from toy_runtime.fakes.audio import MemorySink, ToneTTS
 from toy_runtime.fakes.calendar import MemoryCalendarStore
@@ -319,6 +320,54 @@ async def test_when_the_words_she_went_on_with_come_to_nothing_her_first_words_a
     assert [r.text for r in rig.loop.records] == ["My friend Tom.", "My friend Tom."]
     assert rig.loop.records[1].spoken == ["Who is Tom?"] and not rig.loop.records[1].interrupted
     assert user_words(llm.requests[-1]) == ["My friend Tom."]
+
+
+def slow_music_down(calls: list[str], started: asyncio.Event) -> EventDefinition:
+    """An event whose handler takes a while: it is still running when the child goes on."""
+    async def turn_down(arguments, ctx):
+        calls.append("turned down")
+        started.set()
+        await asyncio.sleep(1.5)
+        return {"done": True}
+
+    return EventDefinition(
+        name="test.music.down", version=1, tool_name="music_down", description="Turn the music down.",
+        schema={"type": "object", "properties": {}, "additionalProperties": False},
+        resolver=lambda proposed, ctx: Resolution(arguments={}), handler=turn_down,
+        result_policy=ResultPolicy.SILENT_SUCCESS, llm_fallback=False)
+
+
+@pytest.mark.slow  # real waits (a slow handler, a slow stream): outside the fast lane
+async def test_a_turn_whose_event_already_started_is_not_asked_again_when_she_goes_on(tmp_path):
+    """The turn that ended in her pause ("Turn the music." … "down a little") already started an event whose result
+    has not come back when she goes on. That action stands: her next words are a turn of their own, not asked again
+    as one with the first (which would turn the music down twice)."""
+    calls: list[str] = []
+    started = asyncio.Event()
+    script = [Reply(text="<agent_events>test.music.down</agent_events>Okay, quieter now.", chunk_size=6,
+                    chunk_delay_s=0.15),
+              Reply(text="A little more, okay.")]
+    with ScriptedLLMServer(script) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0, events=[slow_music_down(calls, started)])
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("Turn the music."))
+        await asyncio.wait_for(started.wait(), 30)  # the handler runs; the answer's words are still coming
+        resumed = time.monotonic()
+        await rig.mic.put(SpeechStart(at=resumed, detected_at=resumed))
+        await rig.mic.put(going_on("Down a little.", resumed))
+        await until(lambda: len(rig.loop.records) >= 2)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    first, second = rig.loop.records
+    assert first.interrupted and not first.went_on
+    assert second.text == "Down a little." and second.joins is None
+    assert not rig.audit.of("voice.went_on")
+    assert len(calls) == 1
+    # the model answering her next words knows the first ones and that the music is already being turned down
+    assert user_words(llm.requests[-1]) == ["Turn the music.", "Down a little."]
+    said = [str(m["content"]) for m in llm.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert said == ["<agent_events>test.music.down</agent_events>"], said
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

@@ -177,6 +177,12 @@ class BatchRun:
     def audit(self) -> AuditSink:
         return self.kernel.audit
 
+    @property
+    def acted(self) -> list[str]:
+        """The events of this batch whose handler has been called: side effects that stand even if the turn is
+        discarded (`abort` cancels only what has not started)."""
+        return [slot.definition.name for slot in self.slots if slot.executing]
+
     def add(self, request: EventRequest, *, detected_at: float | None = None,
             confirmed: Mapping[str, Any] | None = None) -> bool:
         """Start one request now. Returns False (and audits) when its name is unknown: it is never executed.

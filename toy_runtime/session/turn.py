@@ -25,7 +25,7 @@ from ..agent.llm import CallStats, LLMFault
 from ..agent.speakable import NO_RULES
 from ..config import AgentConfig
 from ..audit import AuditKind, AuditSink
-from ..events import BatchOutcome, EventKernel, ResolveContext, not_run_lines
+from ..events import BatchOutcome, BatchRun, EventKernel, ResolveContext, not_run_lines
 from ..host.envelope import HostEvent
 from ..language import guess_locale
 from ..metrics.turn_metrics import TurnMetrics
@@ -70,6 +70,7 @@ class TurnRunner:
         self.cues = HoldingCues({"en": agent_config.holding_cues, "zh": agent_config.holding_cues_zh}, rng)
         self.observer = observer  # sees each item as it is produced (the debug console); must not block
         self.before_turn = before_turn  # may swap chat/kernel/gate for the next turn (the console's overrides)
+        self._batch: BatchRun | None = None  # the latest turn's events: did a cut turn already act?
 
     @property
     def mode(self) -> str:
@@ -134,6 +135,7 @@ class TurnRunner:
                           turn_id=turn_id, first_clause_min_chars=self.config.first_clause_min_chars)
         run = self.kernel.open_batch(conv.session_id, turn_id, context,
                                      on_result=lambda result: emit(EventOutcome(result)))
+        self._batch = run
         turn = Turn(turn_id, context, run, say, spoken, started)
         record = ReplyRecord()
         first = CallStats(purpose="chat_agent") if self.chat else None
@@ -249,8 +251,16 @@ class TurnRunner:
                            self.clock.monotonic, self.gate_first_token_s)
 
     def remember_interrupted(self, text: str, heard: Sequence[Speech]) -> None:
-        """A turn the child cut off (barge-in): only what the toy had said out loud by then is remembered."""
-        remember_interrupted(self.conversation, text, heard)
+        """A turn the child cut off (barge-in): only what the toy had said out loud by then is remembered, and the
+        events it had already started (they stand: the next answer must know the music is already quieter)."""
+        acted = self._batch.acted if self._batch is not None else []
+        block = self.chat.history_block(acted) if self.chat is not None else ""
+        remember_interrupted(self.conversation, text, heard, protocol=block)
+
+    def latest_turn_acted(self) -> bool:
+        """Whether the latest turn started an event (its handler was called, even if its result never reached the
+        turn): a turn that acted stands, and the child's next words cannot be asked again as one with it."""
+        return self._batch is not None and bool(self._batch.acted)
 
     def forget_cut_turn(self) -> None:
         """The turn just cut off is not a turn of its own (the child went on with it): if its model had finished and

@@ -33,13 +33,16 @@ def remember_turn(conversation: Conversation, chat: ChatAgent | None, turn: Turn
                      protocol=block, calls=calls, turn_id=turn.turn_id)
 
 
-def remember_interrupted(conversation: Conversation, text: str, heard: Sequence[Speech]) -> None:
+def remember_interrupted(conversation: Conversation, text: str, heard: Sequence[Speech], *,
+                         protocol: str = "") -> None:
     """A turn the child cut off (barge-in): its words and only what the toy had said out loud by then enter the
     history, so the next answer neither repeats the unheard rest nor builds on it as if it had been said. A turn
-    whose model had finished (it was remembered whole while its audio still played) is cut back to the same;
-    nothing heard of a turn not yet remembered: nothing enters (the roles keep alternating)."""
+    whose model had finished (it was remembered whole while its audio still played) is cut back to the same.
+    `protocol`: the mode's record (a block) of the events the turn had already started — they stand, so the turn
+    enters with it even if nothing of it was heard. Nothing heard and no record: nothing enters (the roles keep
+    alternating)."""
     said = " ".join(s.text for s in heard if s.kind != SpeechKind.HOLDING)
-    if conversation.cut_reply(conversation.current_turn_id, said) or not said:
+    if conversation.cut_reply(conversation.current_turn_id, said) or not (said or protocol):
         return
     conversation.add("user", text)
-    conversation.add("assistant", said)
+    conversation.add("assistant", said, protocol=protocol)

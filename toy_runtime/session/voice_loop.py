@@ -407,7 +407,9 @@ class VoiceLoop:
                     heard = [s for s in speaker.heard(stopped_at) if s.kind != "holding"]
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     answer = speaker.marks.get(Answer.FIRST)
-                    record.went_on = not record.events and went_on(
+                    # a turn that acted stands: asked again as one with her next words, it would act twice
+                    acted = bool(record.events) or cast(TurnRunner, self.runner).latest_turn_acted()
+                    record.went_on = not acted and went_on(
                         first_ended_at=utterance.ended_at, resumed_at=spoke_at, window_s=self.resume_window_s,
                         answer_audio_at=None if answer is None else answer.first_audio_at)
                     if record.went_on:  # her sentence goes on: the next words join these, the answer is forgotten
