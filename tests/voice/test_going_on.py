@@ -89,3 +89,18 @@ def test_a_turn_cut_off_unheard_that_started_an_event_is_remembered_with_its_rec
                          protocol="<agent_events>device.volume.adjust</agent_events>")
     assert [(m["role"], m["content"]) for m in conversation.messages] == [
         ("user", "Turn the music."), ("assistant", "<agent_events>device.volume.adjust</agent_events>")]
+
+
+def test_in_the_tools_mode_a_started_event_of_a_cut_off_turn_is_kept_as_a_call_with_the_status_started():
+    from toy_runtime.agent.tool_calls import HistoryCall
+    from toy_runtime.session.conversation import Conversation
+    from toy_runtime.session.turn_memory import remember_interrupted
+
+    conversation = Conversation()
+    conversation.next_turn_id()
+    call = HistoryCall("call_s_t1_0", "set_volume", {"direction": "down"}, "started")
+    remember_interrupted(conversation, "Turn the music.", [], calls=[call])
+    user, assistant, tool = conversation.messages
+    assert user == {"role": "user", "content": "Turn the music."}
+    assert assistant["content"] == "" and assistant["tool_calls"][0]["function"]["name"] == "set_volume"
+    assert tool["tool_call_id"] == "call_s_t1_0" and '"started"' in tool["content"]

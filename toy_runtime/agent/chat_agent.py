@@ -121,14 +121,22 @@ class ChatAgent:
         """chat_agent_tools: a turn's events as the tool calls that stand for them, kept in ChatAgent's own history
         with their status only (never their results: those are untrusted outside text). The direct-mode twin of
         `history_block`: a small model that sees its earlier answers without calls stops calling (issue 17)."""
+        return self._history_calls([(r.name, dict(r.arguments), r.status.value) for r in results], turn_id)
+
+    def history_started(self, started: Sequence[tuple[str, dict[str, Any]]], turn_id: str) -> list[HistoryCall]:
+        """chat_agent_tools: events a cut-off turn had started, (name, arguments), kept as calls with the status
+        "started" (their results never reached the turn)."""
+        return self._history_calls([(name, arguments, "started") for name, arguments in started], turn_id)
+
+    def _history_calls(self, entries: Sequence[tuple[str, dict[str, Any], str]], turn_id: str) -> list[HistoryCall]:
         if self.mode != "chat_agent_tools":
             return []
         calls = []
-        for index, result in enumerate(results):
-            definition = self.registry.lookup(result.name)
+        for index, (name, arguments, status) in enumerate(entries):
+            definition = self.registry.lookup(name)
             if definition is not None and definition.advertised:
                 calls.append(HistoryCall(f"call_{turn_id.replace('.', '_')}_{index}", definition.tool_name,
-                                         dict(result.arguments), result.status.value))
+                                         arguments, status))
         return calls
 
     def tools(self, *, events: bool) -> list[dict[str, Any]] | None:

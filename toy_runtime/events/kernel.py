@@ -178,10 +178,16 @@ class BatchRun:
         return self.kernel.audit
 
     @property
-    def acted(self) -> list[str]:
-        """The events of this batch whose handler has been called: side effects that stand even if the turn is
-        discarded (`abort` cancels only what has not started)."""
-        return [slot.definition.name for slot in self.slots if slot.executing]
+    def acted(self) -> list[tuple[str, dict[str, Any]]]:
+        """The events of this batch whose handler has been called, as (name, arguments): side effects that stand
+        even if the turn is discarded (`abort` cancels only what has not started)."""
+        acted = []
+        for slot in self.slots:
+            if slot.executing:
+                resolved = self._resolved_or_none(slot)
+                arguments = resolved.arguments if resolved is not None else slot.request.arguments
+                acted.append((slot.definition.name, dict(arguments or {})))
+        return acted
 
     def add(self, request: EventRequest, *, detected_at: float | None = None,
             confirmed: Mapping[str, Any] | None = None) -> bool:

@@ -41,7 +41,7 @@ class Conversation:
         """Append one message; `protocol` (text) or `calls` (objects with `provider_call()` and `tool_message()`)
         are the unspoken part ChatAgent's mode records, kept out of the EventAgent slice; `turn_id`: the turn it
         belongs to (never sent)."""
-        if content or calls or protocol:  # protocol alone: a cut-off turn that started events nobody heard of
+        if content or calls or protocol:  # a record alone: a cut-off turn that started events nobody heard of
             extra: dict[str, Any] = {"protocol": protocol} if protocol else {}
             if calls:
                 extra["calls"] = tuple(calls)

@@ -254,8 +254,11 @@ class TurnRunner:
         """A turn the child cut off (barge-in): only what the toy had said out loud by then is remembered, and the
         events it had already started (they stand: the next answer must know the music is already quieter)."""
         acted = self._batch.acted if self._batch is not None else []
-        block = self.chat.history_block(acted) if self.chat is not None else ""
-        remember_interrupted(self.conversation, text, heard, protocol=block)
+        block, calls = "", []
+        if self.chat is not None and acted:
+            block = self.chat.history_block([name for name, _ in acted])
+            calls = self.chat.history_started(acted, cast(BatchRun, self._batch).turn_id)
+        remember_interrupted(self.conversation, text, heard, protocol=block, calls=calls)
 
     def latest_turn_acted(self) -> bool:
         """Whether the latest turn started an event (its handler was called, even if its result never reached the

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..agent.chat_agent import ChatAgent
+from ..agent.tool_calls import HistoryCall
 from ..events import EventResult
 from ..events.definition import NOT_ASKED
 from .conversation import Conversation
@@ -34,15 +35,15 @@ def remember_turn(conversation: Conversation, chat: ChatAgent | None, turn: Turn
 
 
 def remember_interrupted(conversation: Conversation, text: str, heard: Sequence[Speech], *,
-                         protocol: str = "") -> None:
+                         protocol: str = "", calls: Sequence[HistoryCall] = ()) -> None:
     """A turn the child cut off (barge-in): its words and only what the toy had said out loud by then enter the
     history, so the next answer neither repeats the unheard rest nor builds on it as if it had been said. A turn
     whose model had finished (it was remembered whole while its audio still played) is cut back to the same.
-    `protocol`: the mode's record (a block) of the events the turn had already started — they stand, so the turn
-    enters with it even if nothing of it was heard. Nothing heard and no record: nothing enters (the roles keep
-    alternating)."""
+    `protocol` / `calls`: the mode's record (a block, or calls with the status "started") of the events the turn had
+    already started — they stand, so the turn enters with them even if nothing of it was heard. Nothing heard and
+    no record: nothing enters (the roles keep alternating)."""
     said = " ".join(s.text for s in heard if s.kind != SpeechKind.HOLDING)
-    if conversation.cut_reply(conversation.current_turn_id, said) or not (said or protocol):
+    if conversation.cut_reply(conversation.current_turn_id, said) or not (said or protocol or calls):
         return
     conversation.add("user", text)
-    conversation.add("assistant", said, protocol=protocol)
+    conversation.add("assistant", said, protocol=protocol, calls=calls)
