@@ -16,3 +16,24 @@ pytest_plugins = ["toy_runtime.testing.pytest_plugin"]
 # `[session] timezone` defaults to the machine's zone: the suite pins it (children inherit it) so a run on a laptop
 # in Shanghai expects what CI expects; tests about the zone itself set TZ themselves.
 os.environ["TZ"] = "UTC"
+
+
+def pytest_collection_finish(session) -> None:
+    """The suite runs in one process: mypy (tests/suite/test_types.py), when selected, starts now and checks the
+    package on the other core while the tests before it run. Not in an xdist worker (each would start its own)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
+        return
+    from tests.suite import test_types
+
+    if any(item.nodeid == test_types.TEST_ID for item in session.items):
+        session.config.stash[test_types.EARLY_MYPY] = test_types.start_mypy()
+
+
+def pytest_unconfigure(config) -> None:
+    """A run stopped before the type check (-x, Ctrl-C) leaves no mypy behind."""
+    from tests.suite import test_types
+
+    proc = config.stash.get(test_types.EARLY_MYPY, None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.communicate()
