@@ -86,6 +86,7 @@ class TurnRunner:
         if self.before_turn is not None:
             self.before_turn(self)
         turn_id = self.conversation.next_turn_id()
+        self._batch = None  # until this turn opens its own: an earlier turn's events are not this one's
         producer = asyncio.create_task(self._produce(event, turn_id, queue, since_speech_s), name=f"turn:{turn_id}")
         try:
             while True:
