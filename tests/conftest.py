@@ -19,8 +19,9 @@ os.environ["TZ"] = "UTC"
 
 
 def pytest_collection_finish(session) -> None:
-    """The suite runs in one process: mypy (tests/suite/test_types.py), when selected, starts now and checks the
-    package on the other core while the tests before it run. Not in an xdist worker (each would start its own)."""
+    """Run in one process, the suite keeps one core busy: mypy (tests/suite/test_types.py), when selected, starts
+    now and checks the package on the other core while the tests before it run. Not under xdist (its controller
+    collects nothing, and each worker would start its own): there the test runs mypy in its worker."""
     if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return
     from tests.suite import test_types

@@ -442,3 +442,26 @@ async def test_an_event_without_llm_fallback_never_asks_the_event_agent(recorder
     r = outcome.results[0]
     assert fallback.calls == [] and recorder.calls == []
     assert r.status is EventStatus.NEEDS_CLARIFICATION and not r.fallback_used and r.question == "Which number?"
+
+
+async def test_a_turn_discarded_while_its_events_run_lets_a_started_handler_finish(recorder, context):
+    """The turn waits for its batch (the model has finished) and is cancelled (a barge-in): the handler already
+    running finishes — it is a side effect that stands, as abort() says — and the batch says it acted; one not
+    started yet never runs."""
+    end = make_definition("test.end", "end", recorder.handler("end"), policy=ResultPolicy.TERMINATE, terminal=True)
+    work = make_definition("test.work", "work", recorder.handler("work", delay=0.3))
+    kernel = kernel_for(end, work)
+    run = kernel.open_batch("s1", "t1", context)
+    run.add(req("test.work", args={"n": 1}))  # starts at once
+    run.add(req("test.end", args={"n": 0}))  # waits for the batch to close, then for the terminal barrier
+    await asyncio.sleep(0.05)
+    run.close()  # the model has finished: the turn waits for its events
+    waiter = asyncio.create_task(run.wait())
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert [name for name, _, _ in run.acted] == ["test.work"] and run.changed_something
+    assert kernel.standing  # held until it finishes
+    await asyncio.sleep(0.5)
+    assert [c[0] for c in recorder.calls] == ["work"]  # finished, not cut short; the terminal event never ran
+    assert run.acted == [("test.work", {"n": 1}, "succeeded")] and not kernel.standing

@@ -344,10 +344,16 @@ async def test_a_turn_whose_event_already_started_is_not_asked_again_when_she_go
     as one with the first (which would turn the music down twice)."""
     calls: list[str] = []
     started = asyncio.Event()
-    script = [Reply(text="<agent_events>test.music.down</agent_events>Okay, quieter now.", chunk_size=6,
-                    chunk_delay_s=0.15),
-              Reply(text="A little more, okay.")]
-    with ScriptedLLMServer(script) as llm:
+
+    def answer(request):  # the model acts on each request that asks for it: joined, the action would run twice
+        if user_words(request)[-1] == "Turn the music.":
+            return Reply(text="<agent_events>test.music.down</agent_events>Okay, quieter now.", chunk_size=6,
+                         chunk_delay_s=0.15)
+        if "turn the music" in user_words(request)[-1].lower():
+            return Reply(text="Quieter!<agent_events>test.music.down</agent_events>")
+        return Reply(text="A little more, okay.")
+
+    with ScriptedLLMServer(answer) as llm:
         rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0, events=[slow_music_down(calls, started)])
         runner = asyncio.create_task(rig.loop.run(once=True))
         await rig.mic.put(utterance("Turn the music."))
@@ -368,6 +374,38 @@ async def test_a_turn_whose_event_already_started_is_not_asked_again_when_she_go
     assert user_words(llm.requests[-1]) == ["Turn the music.", "Down a little."]
     said = [str(m["content"]) for m in llm.requests[-1]["messages"] if m["role"] == "assistant"]
     assert said == ["<agent_events>test.music.down</agent_events>"], said
+
+
+@pytest.mark.slow  # real waits (a slow first token, a paced speaker): outside the fast lane
+async def test_an_action_of_an_earlier_turn_does_not_keep_a_later_one_from_going_on(tmp_path):
+    """Turn 1 turns the music down and is done. Turn 2 ends in her pause and starts nothing: she goes on, and it is
+    joined — the earlier turn's action is not taken for this one's."""
+    calls: list[str] = []
+
+    def answer(request):
+        last = user_words(request)[-1]
+        if last == "Turn the music down.":
+            return Reply(text="Quieter!<agent_events>test.music.down</agent_events>")
+        if "red bike" in last:
+            return Reply(text="A red bike, how fun!")
+        return Reply(text="Who is Tom?", delay_s=0.8)
+
+    with ScriptedLLMServer(answer) as llm:
+        rig = Rig(tmp_path, llm.url, barge_in=True, resume_window_s=5.0,
+                  events=[slow_music_down(calls, asyncio.Event())])
+        runner = asyncio.create_task(rig.loop.run(once=True))
+        await rig.mic.put(utterance("Turn the music down."))
+        await until(lambda: len(rig.loop.records) >= 1)
+        resumed = await go_on_when(rig, "My friend Tom.", SessionState.THINKING)
+        await rig.mic.put(going_on("Has a red bike.", resumed))
+        await until(lambda: len(rig.loop.records) >= 3)
+        rig.loop.post(Stop())
+        await asyncio.wait_for(runner, 60)
+        await rig.close()
+    acted, stopped, whole = rig.loop.records
+    assert len(calls) == 1 and acted.events
+    assert stopped.interrupted and stopped.went_on
+    assert whole.text == "My friend Tom has a red bike." and whole.joins == "My friend Tom."
 
 
 @pytest.mark.slow  # real waits (timeouts, deadlines, subprocesses): outside the fast lane

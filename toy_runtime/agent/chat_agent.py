@@ -123,10 +123,10 @@ class ChatAgent:
         `history_block`: a small model that sees its earlier answers without calls stops calling (issue 17)."""
         return self._history_calls([(r.name, dict(r.arguments), r.status.value) for r in results], turn_id)
 
-    def history_started(self, started: Sequence[tuple[str, dict[str, Any]]], turn_id: str) -> list[HistoryCall]:
-        """chat_agent_tools: events a cut-off turn had started, (name, arguments), kept as calls with the status
-        "started" (their results never reached the turn)."""
-        return self._history_calls([(name, arguments, "started") for name, arguments in started], turn_id)
+    def history_started(self, started: Sequence[tuple[str, dict[str, Any], str]], turn_id: str) -> list[HistoryCall]:
+        """chat_agent_tools: events a cut-off turn had started, (name, arguments, status), kept as calls with that
+        status ("started" while the handler still ran; their results never reached the turn)."""
+        return self._history_calls(list(started), turn_id)
 
     def _history_calls(self, entries: Sequence[tuple[str, dict[str, Any], str]], turn_id: str) -> list[HistoryCall]:
         if self.mode != "chat_agent_tools":

@@ -87,6 +87,8 @@ class EventKernel:
         # shared by every batch: a remote command and a turn's event of the same class never overlap either
         self.semaphore = asyncio.Semaphore(max_concurrency)
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # started handlers of discarded turns (BatchRun.abort): held here until they finish, so none is collected
+        self.standing: set[asyncio.Task] = set()
 
     @contextlib.asynccontextmanager
     async def exclusive(self, keys: frozenset[str]):
@@ -178,16 +180,24 @@ class BatchRun:
         return self.kernel.audit
 
     @property
-    def acted(self) -> list[tuple[str, dict[str, Any]]]:
-        """The events of this batch whose handler has been called, as (name, arguments): side effects that stand
-        even if the turn is discarded (`abort` cancels only what has not started)."""
+    def acted(self) -> list[tuple[str, dict[str, Any], str]]:
+        """The events of this batch whose handler has been called, as (name, arguments, status): side effects that
+        stand even if the turn is discarded (`abort` cancels only what has not started). The status is the
+        result's, or "started" while the handler runs."""
         acted = []
         for slot in self.slots:
             if slot.executing:
                 resolved = self._resolved_or_none(slot)
                 arguments = resolved.arguments if resolved is not None else slot.request.arguments
-                acted.append((slot.definition.name, dict(arguments or {})))
+                done = slot.done.done() and not slot.done.cancelled()
+                status = slot.done.result().status.value if done else "started"
+                acted.append((slot.definition.name, dict(arguments or {}), status))
         return acted
+
+    @property
+    def changed_something(self) -> bool:
+        """Whether a handler that is not read-only has been called: an action that must not run twice."""
+        return any(slot.executing and not slot.definition.read_only for slot in self.slots)
 
     def add(self, request: EventRequest, *, detected_at: float | None = None,
             confirmed: Mapping[str, Any] | None = None) -> bool:
@@ -236,7 +246,12 @@ class BatchRun:
         self._aborted = True
         cancelled = []
         for slot in self.slots:
-            if slot.task is not None and not slot.task.done() and not slot.executing:
+            if slot.task is None or slot.task.done():
+                continue
+            if slot.executing:  # it stands: kept until it finishes
+                self.kernel.standing.add(slot.task)
+                slot.task.add_done_callback(self.kernel.standing.discard)
+            else:
                 slot.task.cancel()
                 cancelled.append(slot.request.event_id)
         self._closed.set()  # after the cancels: 3.11's wait_for may swallow a cancel that races a completed wait
@@ -258,10 +273,15 @@ class BatchRun:
                     task.cancel()
                 if pending:
                     await asyncio.wait(pending, timeout=1.0)
+        except asyncio.CancelledError:
+            self.abort()  # the turn was discarded while its events ran (a barge-in): as abort() says
+            raise
         finally:
-            for task in tasks:  # never leave a task running past the batch, even if we were cancelled
-                if not task.done():
-                    task.cancel()
+            # no task outlives the batch but a started handler of a discarded turn (abort() keeps it: it stands)
+            for slot in self.slots:
+                running = slot.task
+                if running is not None and not running.done() and not (self._aborted and slot.executing):
+                    running.cancel()
 
         results: list[EventResult] = []
         for slot in self.slots:

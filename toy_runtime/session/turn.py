@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Any, AsyncIterator, Callable, Sequence, cast
+from typing import Any, AsyncGenerator, Callable, Sequence, cast
 from zoneinfo import ZoneInfo
 
 from ..agent.chat_agent import ChatAgent, ReplyRecord
@@ -76,7 +76,7 @@ class TurnRunner:
     def mode(self) -> str:
         return self.chat.mode if self.chat else "offline"
 
-    async def run(self, event: HostEvent, *, since_speech_s: float = 0.0) -> AsyncIterator[TurnItem]:
+    async def run(self, event: HostEvent, *, since_speech_s: float = 0.0) -> AsyncGenerator[TurnItem, None]:
         """Yield the turn's items in order of occurrence; the last one is TurnEnd.
 
         `since_speech_s`: how long ago the child stopped speaking (the voice loop knows; 0 for typed text). The
@@ -257,14 +257,15 @@ class TurnRunner:
         acted = self._batch.acted if self._batch is not None else []
         block, calls = "", []
         if self.chat is not None and acted:
-            block = self.chat.history_block([name for name, _ in acted])
+            block = self.chat.history_block([name for name, _, _ in acted])
             calls = self.chat.history_started(acted, cast(BatchRun, self._batch).turn_id)
         remember_interrupted(self.conversation, text, heard, protocol=block, calls=calls)
 
     def latest_turn_acted(self) -> bool:
-        """Whether the latest turn started an event (its handler was called, even if its result never reached the
-        turn): a turn that acted stands, and the child's next words cannot be asked again as one with it."""
-        return self._batch is not None and bool(self._batch.acted)
+        """Whether the latest turn started an action (a handler that is not read-only was called, even if its
+        result never reached the turn): a turn that acted stands, and the child's next words cannot be asked again
+        as one with it (the action would run twice; a search run twice harms nothing)."""
+        return self._batch is not None and self._batch.changed_something
 
     def forget_cut_turn(self) -> None:
         """The turn just cut off is not a turn of its own (the child went on with it): if its model had finished and

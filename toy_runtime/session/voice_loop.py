@@ -408,7 +408,7 @@ class VoiceLoop:
                     spoke_at = interrupted_by.at if isinstance(interrupted_by, SpeechStart) else interrupted_by.started_at
                     answer = speaker.marks.get(Answer.FIRST)
                     # a turn that acted stands: asked again as one with her next words, it would act twice
-                    acted = bool(record.events) or cast(TurnRunner, self.runner).latest_turn_acted()
+                    acted = cast(TurnRunner, self.runner).latest_turn_acted()
                     record.went_on = not acted and went_on(
                         first_ended_at=utterance.ended_at, resumed_at=spoke_at, window_s=self.resume_window_s,
                         answer_audio_at=None if answer is None else answer.first_audio_at)
@@ -497,19 +497,23 @@ class VoiceLoop:
             # the holding cue and the turn deadline count from the end of the child's speech, not from here
             event = message_event(text, source="microphone",
                                   conversation_id=cast(TurnRunner, self.runner).conversation.session_id)
-            async for item in cast(TurnRunner, self.runner).run(event, since_speech_s=max(since_speech_s, 0.0)):
-                if self.on_item is not None:
-                    self.on_item(item)
-                if isinstance(item, Speech):
-                    if first_speech:
-                        first_speech = False
-                        self._set_state(SessionState.SPEAKING)
-                    await speaker.say(item)
-                elif isinstance(item, EventOutcome):
-                    record.events.append({"name": item.result.name, "status": item.result.status.value,
-                                          "at": self.clock()})
-                elif isinstance(item, TurnEnd):
-                    end = item
+            # closed as the driver stops, even when a cancel lands outside the generator (in speaker.say): the
+            # turn's producer has stopped, and no event starts, before the barge-in watcher looks at what it did
+            items = cast(TurnRunner, self.runner).run(event, since_speech_s=max(since_speech_s, 0.0))
+            async with contextlib.aclosing(items):
+                async for item in items:
+                    if self.on_item is not None:
+                        self.on_item(item)
+                    if isinstance(item, Speech):
+                        if first_speech:
+                            first_speech = False
+                            self._set_state(SessionState.SPEAKING)
+                        await speaker.say(item)
+                    elif isinstance(item, EventOutcome):
+                        record.events.append({"name": item.result.name, "status": item.result.status.value,
+                                              "at": self.clock()})
+                    elif isinstance(item, TurnEnd):
+                        end = item
             await speaker.finish()  # the whole answer (a farewell too) plays to the end
         finally:
             if end is not None:
