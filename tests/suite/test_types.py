@@ -5,7 +5,7 @@ mypy runs in a child process in the project's folder, with its incremental cache
 the first run checks every module (~15-25 s of one core), later runs only what changed (~2 s). Run in one process
 (`python -m pytest -q`), the suite keeps one core busy, so when this test is selected mypy is started as collection
 ends (`tests/conftest.py`) and runs beside the tests before it on the other core; the test then only reads its
-result. In two workers (`-n 2`, README's command) the test runs mypy itself, in its worker."""
+result. In two workers (`-n 2`) the test runs mypy itself, in its worker."""
 
 from __future__ import annotations
 
